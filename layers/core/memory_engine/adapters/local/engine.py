@@ -1,0 +1,119 @@
+"""The local engine: embedded (or external) PostgreSQL, migrations, the HTTP gateway and the
+background services, started and stopped as one unit by `memory-engine dev`."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg import sql
+
+from memory_engine import constants as c
+from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+from memory_engine.adapters.local.http_gateway import LocalGateway
+from memory_engine.adapters.local.services import BackgroundService, background_services
+from memory_engine.adapters.postgres.migrations import migrate
+from memory_engine.bootstrap import Container, set_container
+from memory_engine.domain.auth import Scope
+from memory_engine.services.keys import create_api_key
+from memory_engine.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+LOCAL_DATABASE = "memory_engine"
+
+
+def _ensure_database(server_uri: str, name: str) -> None:
+    with psycopg.connect(server_uri, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+@dataclass
+class LocalDatabase:
+    """A database URL, plus the embedded server behind it when there is one."""
+
+    url: str
+    embedded: EmbeddedPostgres | None = None
+
+    def stop(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
+
+
+def open_database(settings: Settings) -> LocalDatabase:
+    """`DATABASE_URL` when set, else the embedded server under $MEMORY_ENGINE_HOME (started or attached)."""
+    if settings.database_url:
+        return LocalDatabase(settings.database_url)
+    embedded = EmbeddedPostgres(settings.pgdata)
+    try:
+        server_uri = embedded.start()
+        _ensure_database(server_uri, LOCAL_DATABASE)
+        return LocalDatabase(embedded.uri(LOCAL_DATABASE), embedded)
+    except BaseException:
+        embedded.stop()
+        raise
+
+
+@dataclass
+class LocalEngine:
+    settings: Settings
+    host: str = "127.0.0.1"
+    port: int = 8787
+    database: LocalDatabase | None = None
+    container: Container | None = None
+    gateway: LocalGateway | None = None
+    services: list[BackgroundService] = field(default_factory=list)
+    admin_key: str | None = None
+
+    def start(self) -> str:
+        """Start everything; returns the base URL. On failure, stops what it started and re-raises."""
+        try:
+            self.settings.home.mkdir(parents=True, exist_ok=True)
+            self.settings.drop_dir.mkdir(parents=True, exist_ok=True)
+            self.database = open_database(self.settings)
+            settings = self.settings.model_copy(update={"database_url": self.database.url})
+            self.container = Container(settings)
+            embedder = self.container.embedder
+            migrate(self.database.url, embedding_dim=embedder.dimensions)
+            self._ensure_default_project()
+            set_container(self.container)
+            embedder.embed_query("warm up")
+            for service in background_services(self.container):
+                service.start()
+                self.services.append(service)
+            self.gateway = LocalGateway(self.host, self.port)
+            self.gateway.start()
+            return self.gateway.base_url
+        except BaseException:
+            self.stop()
+            raise
+
+    def _ensure_default_project(self) -> None:
+        assert self.container is not None
+        repo = self.container.projects
+        project = repo.get_or_create_project(c.DEFAULT_PROJECT)
+        if not repo.list_keys(project.id):
+            minted = create_api_key(
+                repo, project_name=c.DEFAULT_PROJECT, scopes=frozenset({Scope.ADMIN}), name="admin (first start)"
+            )
+            self.admin_key = minted.raw_key
+
+    def stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        while self.services:
+            service = self.services.pop()
+            try:
+                service.stop()
+            except Exception:
+                logger.exception("stopping %s failed", getattr(service, "name", service))
+        set_container(None)
+        if self.container is not None:
+            self.container.close()
+            self.container = None
+        if self.database is not None:
+            self.database.stop()
+            self.database = None

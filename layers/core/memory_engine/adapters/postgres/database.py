@@ -1,0 +1,102 @@
+"""The PostgreSQL connection: a small psycopg pool with pgvector types registered."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from memory_engine.errors import DatabaseError
+
+#: Returns a fresh conninfo string; on AWS it mints an IAM token each time.
+ConninfoFactory = Callable[[], str]
+
+
+class Database:
+    """Hands out connections with pgvector registered and rows as dicts.
+
+    ``connection()`` yields a connection inside a transaction that commits on success and
+    rolls back on error. psycopg errors are re-raised as :class:`DatabaseError`; other
+    errors (our own, raised from inside the block) pass through untouched.
+    """
+
+    def __init__(
+        self,
+        conninfo: str | ConninfoFactory,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        read_only: bool = False,
+    ) -> None:
+        self._factory: ConninfoFactory = conninfo if callable(conninfo) else (lambda: conninfo)
+        self._read_only = read_only
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: ConnectionPool | None = None
+        self._lock = threading.Lock()
+        self._vector_ready = False
+
+    @property
+    def conninfo(self) -> str:
+        return self._factory()
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        if self._vector_ready:
+            register_vector(conn)
+        if self._read_only:
+            conn.execute("SET default_transaction_read_only = on")
+        conn.commit()
+
+    def _get_pool(self) -> ConnectionPool:
+        with self._lock:
+            if self._pool is None:
+                self._vector_ready = self._has_vector_extension()
+                self._pool = ConnectionPool(
+                    conninfo=self._factory,  # called per new connection: IAM tokens expire
+                    kwargs={"row_factory": dict_row},
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    configure=self._configure,
+                    reconnect_failed=None,
+                    open=False,
+                    name="memory-engine",
+                )
+                self._pool.open(wait=True, timeout=30)
+            return self._pool
+
+    def _has_vector_extension(self) -> bool:
+        with psycopg.connect(self._factory(), autocommit=True) as conn:
+            row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+            return row is not None
+
+    def reset(self) -> None:
+        """Close the pool; the next use reopens it (after migrations created the extension)."""
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    close = reset
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        pool = self._get_pool()
+        try:
+            with pool.connection() as conn:
+                yield conn  # type: ignore[misc]
+        except psycopg.Error as exc:
+            raise DatabaseError(f"database error: {type(exc).__name__}: {exc}".strip()) from exc
+
+    def ping(self) -> bool:
+        try:
+            with psycopg.connect(self._factory(), connect_timeout=3, autocommit=True) as conn:
+                conn.execute("SELECT 1")
+            return True
+        except psycopg.Error:
+            return False

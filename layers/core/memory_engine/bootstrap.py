@@ -1,0 +1,133 @@
+"""The composition root: builds every adapter lazily, once per process (cold start).
+
+Nothing here runs at import time. Entry points call :func:`get_container`; tests build a
+:class:`Container` with real local pieces (or fakes that subclass the ports) and install it
+with :func:`set_container`.
+"""
+
+from __future__ import annotations
+
+import functools
+from functools import cached_property
+from typing import Any
+
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.errors import ConfigurationError
+from memory_engine.ports.chat import ChatModel, NoChatModel
+from memory_engine.ports.embedder import Embedder
+from memory_engine.settings import ChatProvider, EmbeddingProvider, Settings
+
+
+class Container:
+    """Holds the adapters of one process. Pass overrides for anything tests replace."""
+
+    def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
+        self.settings = settings or Settings()
+        for name, value in overrides.items():
+            self.__dict__[name] = value  # pre-fills the cached_property of that name
+
+    # --- AWS clients (built only when a Bedrock/S3/EventBridge adapter needs one) ---
+    def boto_client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, region_name=self.settings.aws_region)  # type: ignore[call-overload]
+
+    @cached_property
+    def database(self) -> Database:
+        s = self.settings
+        if s.database_url:
+            return Database(s.database_url)
+        if s.database_secret_arn:
+            from memory_engine.adapters.postgres.aws_conninfo import AwsConninfo
+
+            factory = AwsConninfo(
+                self.boto_client("secretsmanager"), self.boto_client("rds"), s.database_secret_arn,
+                iam_auth=s.database_iam_auth,
+            )
+            return Database(factory, max_size=2)
+        raise ConfigurationError(
+            "no database configured: set DATABASE_URL, or run `memory-engine dev` for the embedded one"
+        )
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        s = self.settings
+        provider = s.embedding_provider
+        if provider is EmbeddingProvider.LOCAL:
+            from memory_engine.adapters.local.onnx_embedder import DIMENSIONS, OnnxMiniLMEmbedder
+
+            if s.embedding_dimensions not in (None, DIMENSIONS):
+                raise ConfigurationError(
+                    f"the local model produces {DIMENSIONS}-d vectors; unset EMBEDDING_DIMENSIONS or set it to {DIMENSIONS}"
+                )
+            return OnnxMiniLMEmbedder()
+        if provider is EmbeddingProvider.BEDROCK:
+            from memory_engine.adapters.bedrock.embedder import BedrockTitanEmbedder
+
+            return BedrockTitanEmbedder(
+                self.boto_client("bedrock-runtime"),
+                model_id=s.resolved_embedding_model,
+                dimensions=s.resolved_embedding_dimensions,
+            )
+        from memory_engine.adapters.openai_compat.embedder import OpenAICompatEmbedder
+
+        if not s.openai_base_url:
+            raise ConfigurationError("EMBEDDING_PROVIDER=openai needs OPENAI_BASE_URL")
+        return OpenAICompatEmbedder(
+            s.openai_base_url, model_id=s.resolved_embedding_model,
+            dimensions=s.resolved_embedding_dimensions, api_key=s.openai_api_key,
+        )
+
+    @cached_property
+    def chat_model(self) -> ChatModel:
+        s = self.settings
+        if s.chat_provider is ChatProvider.NONE:
+            return NoChatModel()
+        if s.chat_provider is ChatProvider.BEDROCK:
+            from memory_engine.adapters.bedrock.chat import BedrockConverseChat
+
+            return BedrockConverseChat(self.boto_client("bedrock-runtime"), model_id=s.resolved_chat_model)
+        from memory_engine.adapters.openai_compat.chat import OpenAICompatChat
+
+        if not s.openai_base_url:
+            raise ConfigurationError("CHAT_PROVIDER=openai needs OPENAI_BASE_URL")
+        return OpenAICompatChat(s.openai_base_url, model_id=s.resolved_chat_model, api_key=s.openai_api_key)
+
+    @cached_property
+    def projects(self) -> Any:
+        from memory_engine.adapters.postgres.projects import PostgresProjectRepository
+
+        return PostgresProjectRepository(self.database)
+
+    @cached_property
+    def authenticator(self) -> Any:
+        from memory_engine.services.keys import Authenticator
+
+        return Authenticator(self.projects)
+
+    @property
+    def embedding_dimensions(self) -> int:
+        """The dimension the schema is built for: the embedder's own."""
+        return self.embedder.dimensions if "embedder" in self.__dict__ else self.settings.resolved_embedding_dimensions
+
+    def close(self) -> None:
+        if "database" in self.__dict__:
+            self.database.close()
+
+
+_installed: Container | None = None
+
+
+@functools.cache
+def _default_container() -> Container:
+    return Container()
+
+
+def get_container() -> Container:
+    return _installed if _installed is not None else _default_container()
+
+
+def set_container(container: Container | None) -> None:
+    """Install a container for this process (dev server, tests); ``None`` restores the default."""
+    global _installed
+    _installed = container

@@ -1,0 +1,42 @@
+"""Names shared by the package, the Lambda functions and the CDK app.
+
+Environment variable names are part of the product contract (SPEC "Configuration"):
+change them here and nowhere else.
+"""
+
+from __future__ import annotations
+
+# --- environment variables (SPEC contract) ---
+ENV_HOME = "MEMORY_ENGINE_HOME"
+ENV_DATABASE_URL = "DATABASE_URL"
+ENV_EMBEDDING_PROVIDER = "EMBEDDING_PROVIDER"
+ENV_EMBEDDING_MODEL = "EMBEDDING_MODEL"
+ENV_EMBEDDING_DIMENSIONS = "EMBEDDING_DIMENSIONS"
+ENV_CHAT_PROVIDER = "CHAT_PROVIDER"
+ENV_CHAT_MODEL = "CHAT_MODEL"
+ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
+ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
+ENV_AWS_REGION = "AWS_REGION"
+
+# --- AWS-only environment variables (set by the CDK app on each function) ---
+ENV_DATABASE_SECRET_ARN = "DATABASE_SECRET_ARN"  # Secrets Manager secret with host/port/dbname/username
+ENV_DATABASE_IAM_AUTH = "DATABASE_IAM_AUTH"  # "true": connect with an RDS IAM auth token
+ENV_DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET"
+ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
+ENV_STATE_MACHINE_ARN = "INGESTION_STATE_MACHINE_ARN"
+ENV_RUNTIME = "MEMORY_ENGINE_RUNTIME"  # "aws" or "local"
+
+# --- fixed names ---
+DEFAULT_PROJECT = "default"
+S3_PROJECT_PREFIX = "projects/"  # uploads live under projects/<project_id>/<path>
+S3_WORK_PREFIX = "_work/"  # intermediate pipeline results (pages, chunk batches)
+EVENT_SOURCE = "memory-engine"
+DETAIL_TYPE_TURN_COMPLETED = "turn.completed"
+DETAIL_TYPE_EXTRACTION_COMPLETED = "memory.extraction.completed"
+
+# Which Lambda serves which HTTP route. The CDK app wires API Gateway from this table and the
+# local dev server dispatches with it, so both shapes send a request to the same handler.
+FUNCTION_API = "api"
+FUNCTION_SEARCH = "search"
+SEARCH_ROUTES = ("POST /v1/knowledge/search",)
+LOCAL_ONLY_ROUTES = ("POST /v1/events", "PUT /v1/local-uploads/{proxy+}")

@@ -1,0 +1,109 @@
+"""Builds the Powertools resolver that both API Lambdas (and the local server) run.
+
+Error mapping lives here and only here: our error hierarchy, pydantic validation errors and
+malformed JSON all become the SPEC's ``{"error": {"code", "message", "details"}}`` body.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from memory_engine import __version__
+from memory_engine.bootstrap import get_container
+from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound
+from memory_engine.http.auth import current_principal
+from memory_engine.http.responses import dumps, error_response
+
+logger = logging.getLogger(__name__)
+
+API_TITLE = "memory-engine"
+
+
+#: Routes that need no API key.
+PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
+
+
+class EngineResolver(APIGatewayHttpResolver):
+    """Authenticates the bearer key before routing, so a bad key gets 401 before any body
+    validation can answer 422 (Powertools runs request validation ahead of user middlewares).
+    The principal is put in :data:`current_principal`; routes check their scope with
+    :func:`memory_engine.http.auth.require`."""
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        path = event.get("rawPath") or event.get("requestContext", {}).get("http", {}).get("path", "")
+        if path not in PUBLIC_PATHS:
+            headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
+            try:
+                principal = get_container().authenticator.authenticate(headers.get("authorization"))
+            except MemoryEngineError as error:
+                return {
+                    "statusCode": error.status,
+                    "headers": {"Content-Type": "application/json"},
+                    "body": dumps(error.to_body()),
+                    "isBase64Encoded": False,
+                    "cookies": [],
+                }
+            token = current_principal.set(principal)
+            try:
+                return super().resolve(event, context)
+            finally:
+                current_principal.reset(token)
+        return super().resolve(event, context)
+
+
+def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
+    app = EngineResolver(enable_validation=True)
+    for router in routers:
+        app.include_router(router)
+
+    @app.exception_handler(MemoryEngineError)
+    def _engine_error(error: MemoryEngineError) -> Response[Any]:
+        if error.status >= 500:
+            logger.exception("request failed: %s", error.code)
+        return error_response(error)
+
+    @app.exception_handler(RequestValidationError)
+    def _validation_error(error: RequestValidationError) -> Response[Any]:
+        return error_response(_from_validation(error))
+
+    @app.exception_handler(json.JSONDecodeError)
+    def _bad_json(error: json.JSONDecodeError) -> Response[Any]:
+        return error_response(BadRequest(f"request body is not valid JSON: {error.msg} at position {error.pos}"))
+
+    @app.not_found
+    def _not_found(error: NotFoundError) -> Response[Any]:
+        event = app.current_event
+        return error_response(NotFound(f"no route {event.http_method} {event.path}"))
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response[Any]:
+        logger.exception("unhandled error")
+        return error_response(MemoryEngineError("internal error; see the server log"))
+
+    return app
+
+
+def _from_validation(error: RequestValidationError) -> MemoryEngineError:
+    details = []
+    body_invalid_json = False
+    for item in error.errors():
+        loc = [str(part) for part in item.get("loc", ()) if part != "body"] if item.get("loc") else []
+        if item.get("type") == "json_invalid":
+            body_invalid_json = True
+        details.append({"field": ".".join(loc) or "body", "message": item.get("msg", ""), "type": item.get("type")})
+    if body_invalid_json:
+        return BadRequest("request body is not valid JSON", details=details)
+    return InvalidInput("request validation failed", details=details)
+
+
+def openapi_document(app: APIGatewayHttpResolver) -> dict[str, Any]:
+    schema = app.get_openapi_json_schema(title=API_TITLE, version=__version__)
+    return json.loads(schema)  # type: ignore[no-any-return]

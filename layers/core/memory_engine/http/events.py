@@ -1,0 +1,7 @@
+"""HTTP routes for events (filled in by its issue)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+router = Router()

@@ -1,0 +1,30 @@
+"""GET /v1/health (no auth) and GET /v1/openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from memory_engine import __version__
+from memory_engine.bootstrap import get_container
+from memory_engine.http.responses import json_response
+
+router = Router()
+
+
+@router.get("/v1/health")
+def health() -> Response[Any]:
+    """Liveness plus database reachability; 503 when the database cannot be reached."""
+    container = get_container()
+    database_ok = container.database.ping()
+    body = {"status": "ok" if database_ok else "degraded", "version": __version__, "database": database_ok}
+    return json_response(body, 200 if database_ok else 503)
+
+
+@router.get("/v1/openapi.json")
+def openapi() -> Response[Any]:
+    from memory_engine.http.openapi import full_openapi_document
+
+    return json_response(full_openapi_document())

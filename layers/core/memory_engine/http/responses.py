@@ -1,0 +1,50 @@
+"""JSON responses in the SPEC's shapes."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Any
+
+import numpy as np
+from aws_lambda_powertools.event_handler import Response
+from pydantic import BaseModel
+
+from memory_engine.errors import MemoryEngineError
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def dumps(body: Any) -> str:
+    return json.dumps(body, default=_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_jsonable(body: Any) -> Any:
+    """Plain JSON types only (datetimes as ISO strings, vectors as lists, models dumped)."""
+    return json.loads(dumps(body))
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
+    """A JSON response. Routes annotate ``-> Response[Any]`` (or a model) for Powertools' validation."""
+    return Response(status_code=status, content_type="application/json", body=to_jsonable(body), headers=headers)
+
+
+def error_response(error: MemoryEngineError) -> Response[Any]:
+    return json_response(error.to_body(), error.status)
+
+
+def page(data: list[Any], next_cursor: str | None) -> dict[str, Any]:
+    """The SPEC's list shape."""
+    return {"data": data, "next_cursor": next_cursor}

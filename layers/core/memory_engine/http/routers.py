@@ -1,0 +1,26 @@
+"""Which routers each Lambda serves. The API Gateway route table in infra/ follows the same split."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+
+def api_routers() -> list[Router]:
+    """Routes of the write/read API Lambda (`functions/api`)."""
+    from memory_engine.http import documents, embeddings, entries, health, memories
+
+    return [health.router, memories.router, entries.router, documents.router, embeddings.router]
+
+
+def search_routers() -> list[Router]:
+    """Routes of the search Lambda (`functions/search`), which has read-only DB credentials."""
+    from memory_engine.http import search
+
+    return [search.router]
+
+
+def local_routers() -> list[Router]:
+    """Routes only the local server has (the EventBridge and S3 stand-ins)."""
+    from memory_engine.http import events, local_uploads
+
+    return [events.router, local_uploads.router]

@@ -1,0 +1,100 @@
+"""One settings model, read from the environment (names in :mod:`memory_engine.constants`)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory_engine import constants as c
+
+
+class EmbeddingProvider(str, Enum):
+    LOCAL = "local"
+    BEDROCK = "bedrock"
+    OPENAI = "openai"
+
+
+class ChatProvider(str, Enum):
+    NONE = "none"
+    BEDROCK = "bedrock"
+    OPENAI = "openai"
+
+
+class Runtime(str, Enum):
+    LOCAL = "local"
+    AWS = "aws"
+
+
+#: Each provider's default model and dimension.
+EMBEDDING_DEFAULTS: dict[EmbeddingProvider, tuple[str, int]] = {
+    EmbeddingProvider.LOCAL: ("all-MiniLM-L6-v2-int8", 384),
+    EmbeddingProvider.BEDROCK: ("amazon.titan-embed-text-v2:0", 1024),
+    EmbeddingProvider.OPENAI: ("nomic-embed-text", 768),
+}
+CHAT_DEFAULTS: dict[ChatProvider, str] = {
+    ChatProvider.NONE: "",
+    ChatProvider.BEDROCK: "anthropic.claude-3-5-haiku-20241022-v1:0",
+    ChatProvider.OPENAI: "llama3.1",
+}
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    """Deployment settings. Built once by the composition root, never at import time."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    home: Path = Field(Path(".memory-engine"), validation_alias=_env(c.ENV_HOME))
+    database_url: str | None = Field(None, validation_alias=_env(c.ENV_DATABASE_URL))
+    database_secret_arn: str | None = Field(None, validation_alias=_env(c.ENV_DATABASE_SECRET_ARN))
+    database_iam_auth: bool = Field(False, validation_alias=_env(c.ENV_DATABASE_IAM_AUTH))
+    runtime: Runtime = Field(Runtime.LOCAL, validation_alias=_env(c.ENV_RUNTIME))
+
+    embedding_provider: EmbeddingProvider = Field(
+        EmbeddingProvider.LOCAL, validation_alias=_env(c.ENV_EMBEDDING_PROVIDER)
+    )
+    embedding_model: str | None = Field(None, validation_alias=_env(c.ENV_EMBEDDING_MODEL))
+    embedding_dimensions: int | None = Field(
+        None, ge=1, le=16000, validation_alias=_env(c.ENV_EMBEDDING_DIMENSIONS)
+    )
+
+    chat_provider: ChatProvider = Field(ChatProvider.NONE, validation_alias=_env(c.ENV_CHAT_PROVIDER))
+    chat_model: str | None = Field(None, validation_alias=_env(c.ENV_CHAT_MODEL))
+    openai_base_url: str | None = Field(None, validation_alias=_env(c.ENV_OPENAI_BASE_URL))
+    openai_api_key: str | None = Field(None, validation_alias=_env(c.ENV_OPENAI_API_KEY))
+    aws_region: str | None = Field(None, validation_alias=AliasChoices(c.ENV_AWS_REGION, "AWS_DEFAULT_REGION"))
+
+    documents_bucket: str | None = Field(None, validation_alias=_env(c.ENV_DOCUMENTS_BUCKET))
+    event_bus_name: str | None = Field(None, validation_alias=_env(c.ENV_EVENT_BUS_NAME))
+    state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_STATE_MACHINE_ARN))
+
+    @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def resolved_embedding_model(self) -> str:
+        return self.embedding_model or EMBEDDING_DEFAULTS[self.embedding_provider][0]
+
+    @property
+    def resolved_embedding_dimensions(self) -> int:
+        return self.embedding_dimensions or EMBEDDING_DEFAULTS[self.embedding_provider][1]
+
+    @property
+    def resolved_chat_model(self) -> str:
+        return self.chat_model or CHAT_DEFAULTS[self.chat_provider]
+
+    @property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def drop_dir(self) -> Path:
+        return self.home / "drop"

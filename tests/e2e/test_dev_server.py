@@ -1,0 +1,77 @@
+"""`memory-engine dev` as a user runs it: a real process, a real socket, SIGTERM at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _postgres_processes(pgdata: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if "postgres" in (proc.info["name"] or "") and str(pgdata) in " ".join(proc.info["cmdline"] or []):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_dev_starts_serves_health_and_stops_cleanly(tmp_path: Path) -> None:
+    # Given a fresh MEMORY_ENGINE_HOME and a free port
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["MEMORY_ENGINE_HOME"] = str(tmp_path / "home")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_engine.cli", "dev", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    try:
+        # When it starts, it prints the admin key once and a line with `ready` and the base URL within 60 s
+        deadline = time.monotonic() + 60
+        assert proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "ready" in line:
+                break
+        ready = [line for line in lines if "ready" in line]
+        assert ready and f"http://127.0.0.1:{port}" in ready[0], "".join(lines)
+        admin_key = next(line.strip() for line in lines if line.strip().startswith("me_"))
+        # Then GET /v1/health answers 200 and the admin key authenticates
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=10) as response:
+            assert response.status == 200 and json.loads(response.read())["database"] is True
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/embeddings", data=b'{"input": "hi"}', method="POST",
+            headers={"Authorization": f"Bearer {admin_key}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+        assert _postgres_processes(tmp_path / "home" / "pgdata")
+    finally:
+        # And SIGTERM stops everything it started: no postgres process is left behind
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    time.sleep(0.5)
+    assert not _postgres_processes(tmp_path / "home" / "pgdata")

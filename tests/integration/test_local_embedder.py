@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import numpy as np
+
+from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+from tests.support.api_client import ApiClient
+
+
+def test_paraphrases_score_clearly_higher_than_unrelated_sentences(embedder: OnnxMiniLMEmbedder) -> None:
+    pairs = [
+        ("The cat is sleeping on the sofa.", "A cat naps on the couch."),
+        ("How do I reset my password?", "I forgot my password and need to change it."),
+        ("Alice moved to Berlin last year.", "Last year Alice relocated to Berlin."),
+    ]
+    unrelated = ["Quarterly tax filings are due in April.", "The recipe needs two cups of flour.",
+                 "The football match ended in a draw."]
+    for left, right in pairs:
+        a, b = embedder.embed_documents([left, right])
+        paraphrase = float(np.dot(a, b))
+        others = [float(np.dot(a, u)) for u in embedder.embed_documents(unrelated)]
+        assert paraphrase > 0.6, (left, paraphrase)
+        assert paraphrase - max(others) > 0.4, (left, paraphrase, others)
+
+
+def test_vectors_are_unit_length_and_deterministic(embedder: OnnxMiniLMEmbedder) -> None:
+    first = embedder.embed_documents(["short", "a considerably longer sentence about many things " * 20])
+    again = embedder.embed_documents(["short"])
+    assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-5 for v in first)
+    assert np.allclose(first[0], again[0], atol=1e-5)
+    assert embedder.dimensions == 384 and first[0].shape == (384,)
+
+
+def test_embeddings_endpoint_returns_vectors_of_the_deployment_model(api: ApiClient) -> None:
+    response = api.post("/v1/embeddings", {"inputs": ["one", "two"]})
+    assert response.status == 200
+    body = response.json
+    assert body["dimensions"] == 384 and [d["index"] for d in body["data"]] == [0, 1]
+    assert len(body["data"][0]["embedding"]) == 384
