@@ -105,6 +105,16 @@ class Container:
 
         return Authenticator(self.projects)
 
+    # --- memories and the write funnel (issue 3): add cached_properties below this line ---
+
+    # --- knowledge search (issue 4): add cached_properties below this line ---
+
+    # --- document ingestion (issue 5): add cached_properties below this line ---
+
+    # --- fact extraction (issue 6): add cached_properties below this line ---
+
+    # --- end of area sections ---
+
     @property
     def embedding_dimensions(self) -> int:
         """The dimension the schema is built for: the embedder's own."""
