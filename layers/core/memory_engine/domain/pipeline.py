@@ -1,0 +1,242 @@
+"""The ingestion pipeline, defined once: ordered steps with their retry/catch policy.
+
+Two things are built from :data:`PIPELINE`:
+
+* :func:`build_asl` -> the Amazon States Language of the AWS state machine (CDK passes the
+  ``${...FunctionArn}`` placeholders as ``definition_substitutions``);
+* the local runner (:mod:`memory_engine.services.ingestion.runner`) walks the same steps
+  in-process, passing the same JSON payloads between the same handlers, applying the same
+  retry policy and routing any failure to the same ``mark_failed`` step.
+
+Data flow (every payload is a :class:`memory_engine.domain.documents.DocumentRun` except where noted)::
+
+    S3 "Object Created" event ─► Register ─► (skip? ─► Unchanged)
+    DocumentRun (API re-ingest) ─────────────► Extract ─► Chunk ─► EmbedBatches (Map) ─► Finalize
+    any error ─► MarkFailed ─► IngestionFailed (Fail)
+
+Steps raise *named* errors (the exception class name is the Lambda ``errorType`` that ASL
+matches): content problems (``EncryptedPdf``, ``NoTextLayer``, ...) are never retried and go
+straight to MarkFailed; transient ones (``EmbeddingThrottled``, ``DatabaseError``, Lambda
+service errors) are retried with exponential backoff first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: How the state machine's Map over embed batches is bounded by default.
+DEFAULT_MAP_CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """One ASL ``Retry`` entry. Interval * backoff_rate**n seconds before attempt n+1."""
+
+    errors: tuple[str, ...]
+    interval_seconds: float = 2
+    max_attempts: int = 3
+    backoff_rate: float = 2.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        return float(self.interval_seconds * self.backoff_rate ** (attempt - 1))
+
+    def to_asl(self) -> dict[str, Any]:
+        return {
+            "ErrorEquals": list(self.errors),
+            "IntervalSeconds": int(self.interval_seconds),
+            "MaxAttempts": self.max_attempts,
+            "BackoffRate": self.backoff_rate,
+        }
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """Run the step once per element of ``items_field``; each item is the payload
+    ``{<carried fields>..., <item_field>: element}``; results are discarded (the state passes through)."""
+
+    items_field: str
+    item_field: str
+    carried_fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One Lambda task. ``handler`` is the attribute of ``functions/ingestion/handler.py``;
+    ``function_placeholder`` is the ASL substitution variable holding that Lambda's ARN."""
+
+    name: str
+    handler: str
+    function_placeholder: str
+    retry: tuple[RetryPolicy, ...] = ()
+    map: MapSpec | None = None
+    #: ``(field, state)``: when the step's output has ``field`` true, the run stops at ``state``.
+    stop_when: tuple[str, str] | None = None
+    comment: str = ""
+
+
+# --- error names (exception class names raised by the steps) ---
+LAMBDA_TRANSIENT_ERRORS = (
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
+DEPENDENCY_ERRORS = ("DatabaseError", "DependencyError", "BlobStoreError")
+THROTTLING_ERRORS = ("EmbeddingThrottled", "EmbeddingError")
+#: Content problems: never retried; the message says what is wrong and what to do.
+CONTENT_ERRORS = (
+    "DocumentUnreadable",
+    "EncryptedPdf",
+    "NoTextLayer",
+    "TooLarge",
+    "UnsupportedContentType",
+    "ConverterFailed",
+    "InvalidObjectKey",
+    "DocumentGone",
+)
+CATCH_ALL = "States.ALL"
+
+LAMBDA_RETRY = RetryPolicy(LAMBDA_TRANSIENT_ERRORS, interval_seconds=2, max_attempts=6, backoff_rate=2.0)
+DEPENDENCY_RETRY = RetryPolicy(DEPENDENCY_ERRORS, interval_seconds=2, max_attempts=3, backoff_rate=2.0)
+THROTTLING_RETRY = RetryPolicy(THROTTLING_ERRORS, interval_seconds=1, max_attempts=6, backoff_rate=2.0)
+
+# --- state names ---
+ROUTE_STATE = "Route"
+UNCHANGED_STATE = "Unchanged"
+FAILED_STATE = "IngestionFailed"
+EMBED_ITEM_STATE = "EmbedBatch"
+
+REGISTER = Step(
+    "Register", "register", "RegisterFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
+    stop_when=("skip", UNCHANGED_STATE),
+    comment="S3 Object Created event -> document row `processing` (no-op when the same bytes are already there)",
+)
+EXTRACT = Step(
+    "Extract", "extract", "ExtractFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
+    comment="object -> pages of text, stored as one S3 object under _work/",
+)
+CHUNK = Step(
+    "Chunk", "chunk", "ChunkFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
+    comment="pages -> chunks, stored as batch objects under _work/; the state carries only their keys",
+)
+EMBED = Step(
+    "EmbedBatches", "embed_batch", "EmbedBatchFunctionArn", (LAMBDA_RETRY, THROTTLING_RETRY, DEPENDENCY_RETRY),
+    map=MapSpec("batches", "batch", ("project_id", "document_id", "generation")),
+    comment="embed one batch and upsert its chunks keyed by (document, generation, chunk_index)",
+)
+FINALIZE = Step(
+    "Finalize", "finalize", "FinalizeFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
+    comment="flip active_generation to the new chunk set, drop the old one, status `ready`",
+)
+MARK_FAILED = Step(
+    "MarkFailed", "mark_failed", "MarkFailedFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
+    comment="status `failed` + the human-readable error (catch-all of every step)",
+)
+
+#: The ordered steps. The ASL and the local runner are both built from this tuple.
+PIPELINE: tuple[Step, ...] = (REGISTER, EXTRACT, CHUNK, EMBED, FINALIZE)
+#: Where any step's failure goes (after its retries).
+FAILURE_HANDLER: Step = MARK_FAILED
+#: A payload with this field is a prepared DocumentRun (API create / re-ingest): it enters at
+#: the step after Register. Anything else is an S3 event and enters at Register.
+RUN_MARKER_FIELD = "document_id"
+#: Where the caught error lands in the state handed to MarkFailed: ``{"Error", "Cause"}``.
+FAILURE_FIELD = "failure"
+
+#: placeholder -> handler attribute (CDK creates one Lambda per entry, handler ``handler.<attr>``).
+STEP_FUNCTION_NAMES: dict[str, str] = {s.function_placeholder: s.handler for s in (*PIPELINE, FAILURE_HANDLER)}
+
+
+def entry_step(payload: dict[str, Any]) -> Step:
+    """The step a payload enters at (the ``Route`` choice state of the ASL)."""
+    return PIPELINE[1] if RUN_MARKER_FIELD in payload else PIPELINE[0]
+
+
+@dataclass
+class _Builder:
+    map_max_concurrency: int
+    states: dict[str, Any] = field(default_factory=dict)
+
+    def task(self, step: Step, next_state: str | None, *, catch: bool = True) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "Type": "Task",
+            "Comment": step.comment,
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": f"${{{step.function_placeholder}}}", "Payload.$": "$"},
+            "OutputPath": "$.Payload",
+            "Retry": [r.to_asl() for r in step.retry],
+        }
+        if catch:
+            state["Catch"] = [{"ErrorEquals": [CATCH_ALL], "ResultPath": f"$.{FAILURE_FIELD}", "Next": MARK_FAILED.name}]
+        if next_state is None:
+            state["End"] = True
+        else:
+            state["Next"] = next_state
+        return state
+
+    def map_state(self, step: Step, next_state: str) -> dict[str, Any]:
+        assert step.map is not None
+        inner = self.task(step, None, catch=False)  # the Map's own Catch routes failures
+        inner.pop("Comment")
+        selector = {f"{name}.$": f"$.{name}" for name in step.map.carried_fields}
+        selector[f"{step.map.item_field}.$"] = "$$.Map.Item.Value"
+        return {
+            "Type": "Map",
+            "Comment": step.comment,
+            "ItemsPath": f"$.{step.map.items_field}",
+            "ItemSelector": selector,
+            "MaxConcurrency": self.map_max_concurrency,
+            "ItemProcessor": {
+                "ProcessorConfig": {"Mode": "INLINE"},
+                "StartAt": EMBED_ITEM_STATE,
+                "States": {EMBED_ITEM_STATE: inner},
+            },
+            "ResultPath": None,  # batch results are in the database; the state passes through
+            "Catch": [{"ErrorEquals": [CATCH_ALL], "ResultPath": f"$.{FAILURE_FIELD}", "Next": MARK_FAILED.name}],
+            "Next": next_state,
+        }
+
+
+def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY) -> dict[str, Any]:
+    """The state machine definition (Amazon States Language) of :data:`PIPELINE`.
+
+    Input: the EventBridge S3 "Object Created" event (enters at Register), or a prepared
+    ``DocumentRun`` with ``document_id`` (API create/re-ingest; enters at Extract).
+    Lambda ARNs are ``${<Step>FunctionArn}`` placeholders, see :data:`STEP_FUNCTION_NAMES`.
+    """
+    if map_max_concurrency < 1:
+        raise ValueError("map_max_concurrency must be >= 1")
+    b = _Builder(map_max_concurrency)
+    b.states[ROUTE_STATE] = {
+        "Type": "Choice",
+        "Comment": "a prepared DocumentRun skips Register",
+        "Choices": [{"Variable": f"$.{RUN_MARKER_FIELD}", "IsPresent": True, "Next": PIPELINE[1].name}],
+        "Default": PIPELINE[0].name,
+    }
+    for index, step in enumerate(PIPELINE):
+        following = PIPELINE[index + 1].name if index + 1 < len(PIPELINE) else None
+        if step.stop_when is not None:
+            flag, stop_state = step.stop_when
+            check = f"{step.name}Skip"
+            b.states[step.name] = b.task(step, check)
+            b.states[check] = {
+                "Type": "Choice",
+                "Choices": [{"Variable": f"$.{flag}", "BooleanEquals": True, "Next": stop_state}],
+                "Default": following,
+            }
+            b.states[stop_state] = {"Type": "Succeed", "Comment": "nothing to do (same content already ingested)"}
+        elif step.map is not None:
+            assert following is not None
+            b.states[step.name] = b.map_state(step, following)
+        else:
+            b.states[step.name] = b.task(step, following)
+    failed = b.task(FAILURE_HANDLER, FAILED_STATE, catch=False)
+    b.states[FAILURE_HANDLER.name] = failed
+    b.states[FAILED_STATE] = {"Type": "Fail", "Error": "IngestionFailed", "Cause": "see the document's `error` field"}
+    return {
+        "Comment": "memory-engine document ingestion: register -> extract -> chunk -> embed -> finalize",
+        "StartAt": ROUTE_STATE,
+        "States": b.states,
+    }
