@@ -106,6 +106,30 @@ class Container:
         return Authenticator(self.projects)
 
     # --- memories and the write funnel (issue 3): add cached_properties below this line ---
+    @cached_property
+    def memories(self) -> Any:
+        """PostgresMemoryRepository (memory containers)."""
+        from memory_engine.adapters.postgres.memories import PostgresMemoryRepository
+
+        return PostgresMemoryRepository(self.database)
+
+    @cached_property
+    def entries(self) -> Any:
+        """PostgresEntryRepository (memory entries, entities, the funnel's locked transaction)."""
+        from memory_engine.adapters.postgres.entries import PostgresEntryRepository
+
+        return PostgresEntryRepository(self.database)
+
+    def write_entry(
+        self, *, project_id: str, entry: Any, duplicate_threshold: float = 0.95, agent: Any = None
+    ) -> Any:
+        """The write funnel with this container's adapters (see ``services.write_entry.write_entry``)."""
+        from memory_engine.services.write_entry import write_entry
+
+        return write_entry(
+            self.entries, self.embedder, self.chat_model, project_id=project_id, entry=entry,
+            duplicate_threshold=duplicate_threshold, agent=agent,
+        )
 
     # --- knowledge search (issue 4): add cached_properties below this line ---
 

@@ -1,0 +1,303 @@
+"""Memory entries, their entities, and the write funnel's locked transaction, in PostgreSQL.
+
+A funnel write is ~3 round trips: (1) check the memory is in the project, take its advisory
+lock and set the HNSW knobs in one statement; (2) the shortlist over the partial HNSW index
+(``invalidated_at IS NULL`` in the WHERE clause so the planner can use it, with iterative scans so
+the ``memory_id`` filter never starves the result); (3) one INSERT (entities and links ride in
+the same statement as CTEs); then COMMIT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory_engine import ids
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.domain.cursor import Cursor, next_cursor
+from memory_engine.domain.entities import EntityLink
+from memory_engine.domain.entries import MemoryEntry, NewEntry
+from memory_engine.errors import Conflict, NotFound
+from memory_engine.ports.embedder import Vector
+from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
+
+_PLAIN = (
+    "id, project_id, memory_id, content, source_type, tags, metadata, subject, predicate, object, confidence,"
+    " source_quote, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
+    " invalidated_at, superseded_by_entry_id, invalidation_reason, created_at, updated_at"
+)
+_ENTITIES_OF = (
+    "(SELECT coalesce(json_agg(json_build_object('name', n.display_name, 'type', n.type, 'role', l.role)"
+    " ORDER BY array_position(ARRAY['subject','object','mention'], l.role), n.name), '[]'::json)"
+    " FROM entry_entities l JOIN entities n ON n.id = l.entity_id WHERE l.entry_id = {alias}.id)"
+)
+#: The entry as the API returns it, from table alias ``e``.
+ENTRY_SELECT = ", ".join(f"e.{c.strip()}" for c in _PLAIN.split(",")) + ", " + _ENTITIES_OF.format(alias="e") + " AS entities"
+
+_INSERT_COLUMNS = (
+    "id, project_id, memory_id, content, source_type, tags, metadata, embedding, subject, predicate, object,"
+    " confidence, source_quote, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id"
+)
+_INSERT_VALUES = ", ".join(
+    "%(" + {"project_id": "p", "memory_id": "m"}.get(c.strip(), c.strip()) + ")s" for c in _INSERT_COLUMNS.split(",")
+)
+
+#: Entities upserted and linked in the same statement as the entry write (``{target}`` is the CTE
+#: or literal giving the entry id). An existing entity keeps its display name; a missing type or
+#: vector is filled in.
+_ENTITY_CTES = """
+ent AS (
+    INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)
+    SELECT u.id, %(p)s, u.key, u.display, u.type, u.vec::vector
+    FROM unnest(%(ent_ids)s::text[], %(ent_keys)s::text[], %(ent_displays)s::text[], %(ent_types)s::text[],
+                %(ent_vecs)s::text[]) AS u(id, key, display, type, vec)
+    ON CONFLICT (project_id, name) DO UPDATE
+        SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)
+    RETURNING x.id, x.name, x.display_name, x.type
+),
+lnk AS (
+    INSERT INTO entry_entities (entry_id, entity_id, role)
+    SELECT {target}, ent.id, r.role
+    FROM ent JOIN unnest(%(ent_keys)s::text[], %(ent_roles)s::text[]) AS r(key, role) ON r.key = ent.name
+    ON CONFLICT DO NOTHING
+)"""
+
+_ENTITY_MERGE = (
+    "SELECT coalesce(json_agg(json_build_object('name', ent.display_name, 'type', ent.type, 'role', r.role)"
+    " ORDER BY array_position(ARRAY['subject','object','mention'], r.role), ent.name), '[]'::json)"
+    " FROM ent JOIN unnest(%(ent_keys)s::text[], %(ent_roles)s::text[]) AS r(key, role) ON r.key = ent.name"
+)
+
+
+def _entry(row: dict[str, Any]) -> MemoryEntry:
+    return MemoryEntry(**{k: v for k, v in row.items() if k != "similarity"})
+
+
+def _vector_text(vector: Vector | None) -> str | None:
+    if vector is None:
+        return None
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def _entity_params(project_id: str, links: Sequence[EntityLink], vectors: EntityVectors) -> dict[str, Any]:
+    return {
+        "p": project_id,
+        "ent_ids": [ids.new_id(ids.ENTITY) for _ in links],
+        "ent_keys": [link.key for link in links],
+        "ent_displays": [link.display_name for link in links],
+        "ent_types": [link.type for link in links],
+        "ent_vecs": [_vector_text(vectors.by_key.get(link.key)) for link in links],
+        "ent_roles": [link.role for link in links],
+    }
+
+
+def _link(
+    conn: psycopg.Connection[dict[str, Any]], project_id: str, entry_id: str, links: Sequence[EntityLink],
+    vectors: EntityVectors,
+) -> None:
+    params = {**_entity_params(project_id, links, vectors), "eid": entry_id}
+    conn.execute(f"WITH {_ENTITY_CTES.format(target='%(eid)s').strip()} SELECT 1", params)
+
+
+def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
+    return Jsonb(value) if value is not None else None
+
+
+class PostgresWriteSession:
+    """The funnel's transaction for one memory; the advisory lock is held until it ends."""
+
+    def __init__(self, conn: psycopg.Connection[dict[str, Any]], project_id: str, memory_id: str) -> None:
+        self._conn = conn
+        self._project_id = project_id
+        self._memory_id = memory_id
+
+    def shortlist(self, embedding: Vector, k: int) -> list[Candidate]:
+        rows = self._conn.execute(
+            f"SELECT {ENTRY_SELECT}, 1 - (e.embedding <=> %(v)s) AS similarity FROM memory_entries e"
+            " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
+            " ORDER BY e.embedding <=> %(v)s LIMIT %(k)s",
+            {"v": embedding, "m": self._memory_id, "p": self._project_id, "k": k},
+        ).fetchall()
+        return [Candidate(_entry(r), float(r["similarity"])) for r in rows if r["similarity"] is not None]
+
+    def find_live_by_content(self, content: str) -> MemoryEntry | None:
+        row = self._conn.execute(
+            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.memory_id = %s AND e.project_id = %s"
+            " AND e.invalidated_at IS NULL AND e.content = %s ORDER BY e.created_at LIMIT 1",
+            (self._memory_id, self._project_id, content),
+        ).fetchone()
+        return _entry(row) if row else None
+
+    def get_live(self, entry_id: str) -> MemoryEntry | None:
+        row = self._conn.execute(
+            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"
+            " AND e.invalidated_at IS NULL",
+            (entry_id, self._memory_id, self._project_id),
+        ).fetchone()
+        return _entry(row) if row else None
+
+    def insert(
+        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
+        entity_vectors: EntityVectors,
+    ) -> MemoryEntry:
+        params: dict[str, Any] = {
+            "id": ids.new_id(ids.ENTRY), "p": self._project_id, "m": self._memory_id, "content": content,
+            "source_type": entry.source_type, "tags": entry.tags, "metadata": _jsonb(entry.metadata),
+            "embedding": embedding, "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
+            "confidence": entry.confidence, "source_quote": entry.source_quote, "valid_from": entry.valid_from,
+            "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
+            "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,
+        }
+        insert = f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES})"
+        if not links:
+            row = self._conn.execute(f"{insert} RETURNING {_PLAIN}, '[]'::json AS entities", params).fetchone()
+        else:
+            params.update(_entity_params(self._project_id, links, entity_vectors))
+            row = self._conn.execute(
+                f"WITH ins AS ({insert} RETURNING {_PLAIN}), {_ENTITY_CTES.format(target='%(id)s')}"
+                f" SELECT ins.*, ({_ENTITY_MERGE}) AS entities FROM ins",
+                params,
+            ).fetchone()
+        assert row is not None
+        return _entry(row)
+
+    def merge_into(
+        self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
+        links: Sequence[EntityLink], entity_vectors: EntityVectors,
+    ) -> MemoryEntry:
+        params = {**fields, "id": entry_id, "p": self._project_id, "content": content, "embedding": embedding}
+        if "metadata" in params:
+            params["metadata"] = _jsonb(params["metadata"])
+        sets = ", ".join([f"{name} = %({name})s" for name in fields] + [
+            "content = %(content)s", "embedding = %(embedding)s", "updated_at = clock_timestamp()"])
+        self._conn.execute(
+            f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s AND invalidated_at IS NULL",
+            params,
+        )
+        if links:
+            _link(self._conn, self._project_id, entry_id, links, entity_vectors)
+        merged = self.get_live(entry_id)
+        assert merged is not None
+        return merged
+
+
+    def invalidate(self, entry_id: str, *, superseded_by: str, reason: str) -> None:
+        self._conn.execute(
+            "UPDATE memory_entries SET invalidated_at = clock_timestamp(), superseded_by_entry_id = %s,"
+            " invalidation_reason = %s, updated_at = clock_timestamp()"
+            " WHERE id = %s AND project_id = %s AND invalidated_at IS NULL",
+            (superseded_by, reason, entry_id, self._project_id),
+        )
+
+
+def _lock_memory(conn: psycopg.Connection[dict[str, Any]], project_id: str, memory_id: str, ef_search: int) -> None:
+    """Check the memory is in the project and take its write lock (plus the HNSW knobs) in one trip."""
+    row = conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.ef_search', %s, true),"
+        " pg_advisory_xact_lock(hashtextextended(m.id, 0))"
+        " FROM memories m WHERE m.id = %s AND m.project_id = %s",
+        (str(ef_search), memory_id, project_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+
+
+class PostgresEntryRepository:
+    """Entries scoped by project; see :class:`memory_engine.ports.entries.EntryRepository`."""
+
+    def __init__(self, database: Database, *, ef_search: int = 100) -> None:
+        self._db = database
+        self._ef_search = ef_search
+
+    @contextlib.contextmanager
+    def write_session(self, project_id: str, memory_id: str) -> Iterator[PostgresWriteSession]:
+        with self._db.connection() as conn:
+            _lock_memory(conn, project_id, memory_id, self._ef_search)
+            yield PostgresWriteSession(conn, project_id, memory_id)
+
+    def get(self, project_id: str, entry_id: str) -> MemoryEntry:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",
+                (entry_id, project_id),
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
+        return _entry(row)
+
+    def list(
+        self, project_id: str, *, memory_id: str | None, include_invalidated: bool = False, limit: int = 20,
+        cursor: Cursor | None = None,
+    ) -> tuple[list[MemoryEntry], str | None]:
+        clauses = ["e.project_id = %(p)s"]
+        params: dict[str, Any] = {"p": project_id, "n": limit + 1}
+        if memory_id is not None:
+            clauses.append("e.memory_id = %(m)s")
+            params["m"] = memory_id
+        if not include_invalidated:
+            clauses.append("e.invalidated_at IS NULL")
+        if cursor is not None:
+            clauses.append("(e.created_at, e.id) < (%(c_at)s, %(c_id)s)")
+            params.update(c_at=cursor.created_at, c_id=cursor.id)
+        with self._db.connection() as conn:
+            if memory_id is not None and conn.execute(
+                "SELECT 1 FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)
+            ).fetchone() is None:
+                raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+            rows = conn.execute(
+                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE {' AND '.join(clauses)}"
+                " ORDER BY e.created_at DESC, e.id DESC LIMIT %(n)s",
+                params,
+            ).fetchall()
+        return [_entry(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+
+    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
+        with self._db.connection() as conn:
+            found = conn.execute(
+                "SELECT memory_id FROM memory_entries WHERE id = %s AND project_id = %s", (entry_id, project_id)
+            ).fetchone()
+            if found is None:
+                raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
+            _lock_memory(conn, project_id, found["memory_id"], self._ef_search)
+            current = conn.execute(
+                "SELECT invalidated_at FROM memory_entries WHERE id = %s AND project_id = %s FOR UPDATE",
+                (entry_id, project_id),
+            ).fetchone()
+            if current is None:
+                raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
+            if current["invalidated_at"] is not None:
+                raise Conflict(
+                    f"memory entry {entry_id} was invalidated; history is immutable (write a new entry instead)",
+                    details={"entry_id": entry_id},
+                )
+            fields = dict(changes.fields)
+            if "metadata" in fields:
+                fields["metadata"] = _jsonb(fields["metadata"])
+            if changes.reembed:
+                fields["embedding"] = changes.embedding
+            sets = ", ".join([f"{name} = %({name})s" for name in fields] + ["updated_at = clock_timestamp()"])
+            conn.execute(
+                f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s",
+                {**fields, "id": entry_id, "p": project_id},
+            )
+            if changes.links is not None:
+                conn.execute("DELETE FROM entry_entities WHERE entry_id = %s", (entry_id,))
+                if changes.links:
+                    _link(conn, project_id, entry_id, changes.links, changes.entity_vectors or EntityVectors({}))
+            row = conn.execute(
+                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",
+                (entry_id, project_id),
+            ).fetchone()
+        assert row is not None
+        return _entry(row)
+
+    def delete(self, project_id: str, entry_id: str) -> None:
+        with self._db.connection() as conn:
+            cur = conn.execute("DELETE FROM memory_entries WHERE id = %s AND project_id = %s", (entry_id, project_id))
+            if cur.rowcount == 0:
+                raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})

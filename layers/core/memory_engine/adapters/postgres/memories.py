@@ -1,0 +1,105 @@
+"""Memories (containers) in PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from memory_engine import ids
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.domain.cursor import Cursor, next_cursor
+from memory_engine.domain.entries import Memory
+from memory_engine.domain.globs import globs_to_like
+from memory_engine.errors import NotFound
+
+_COLUMNS = "id, project_id, name, description, tags, metadata, created_at, updated_at"
+_UPDATABLE = ("name", "description", "tags", "metadata")
+
+
+def _memory(row: dict[str, Any]) -> Memory:
+    return Memory(**row)
+
+
+def _not_found(memory_id: str) -> NotFound:
+    return NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+
+
+class PostgresMemoryRepository:
+    """Every query is scoped by ``project_id``; a foreign memory is NotFound."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def create(
+        self, project_id: str, *, name: str, description: str | None = None, tags: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> Memory:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"INSERT INTO memories (id, project_id, name, description, tags, metadata)"
+                f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+                (ids.new_id(ids.MEMORY), project_id, name, description, list(tags),
+                 Jsonb(metadata) if metadata is not None else None),
+            ).fetchone()
+        assert row is not None
+        return _memory(row)
+
+    def get(self, project_id: str, memory_id: str) -> Memory:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)
+            ).fetchone()
+        if row is None:
+            raise _not_found(memory_id)
+        return _memory(row)
+
+    def list(
+        self, project_id: str, *, tag_globs: Sequence[str] = (), limit: int = 20, cursor: Cursor | None = None
+    ) -> tuple[list[Memory], str | None]:
+        clauses = ["project_id = %(p)s"]
+        params: dict[str, Any] = {"p": project_id, "n": limit + 1}
+        if tag_globs:
+            clauses.append("EXISTS (SELECT 1 FROM unnest(tags) AS t(tag) WHERE t.tag LIKE ANY(%(likes)s))")
+            params["likes"] = globs_to_like(tag_globs)
+        if cursor is not None:
+            clauses.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
+            params.update(c_at=cursor.created_at, c_id=cursor.id)
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+                " ORDER BY created_at DESC, id DESC LIMIT %(n)s",
+                params,
+            ).fetchall()
+        return [_memory(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+
+    def update(self, project_id: str, memory_id: str, fields: dict[str, Any]) -> Memory:
+        unknown = set(fields) - set(_UPDATABLE)
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        sets = [f"{name} = %({name})s" for name in fields] + ["updated_at = now()"]
+        params = {**fields, "id": memory_id, "p": project_id}
+        if "metadata" in params and params["metadata"] is not None:
+            params["metadata"] = Jsonb(params["metadata"])
+        if "tags" in params:
+            params["tags"] = list(params["tags"] or [])
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"UPDATE memories SET {', '.join(sets)} WHERE id = %(id)s AND project_id = %(p)s RETURNING {_COLUMNS}",
+                params,
+            ).fetchone()
+        if row is None:
+            raise _not_found(memory_id)
+        return _memory(row)
+
+    def delete(self, project_id: str, memory_id: str) -> None:
+        with self._db.connection() as conn:
+            # entries go with it (ON DELETE CASCADE); lock first so no funnel write races the delete
+            locked = conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(id, 0)) FROM memories WHERE id = %s AND project_id = %s",
+                (memory_id, project_id),
+            ).fetchone()
+            if locked is None:
+                raise _not_found(memory_id)
+            conn.execute("DELETE FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id))

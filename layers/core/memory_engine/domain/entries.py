@@ -1,0 +1,189 @@
+"""Memories and memory entries: the public models and the limits every write path enforces.
+
+``NewEntry`` is what a caller asks to store (REST body, extraction candidate); ``MemoryEntry``
+is a stored row as the API returns it; ``Memory`` is the container.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory_engine.errors import InvalidInput, PayloadTooLarge
+
+#: The longest fact we store, in characters. Longer content is 413: an entry is one atomic fact.
+MAX_CONTENT_CHARS = 8_000
+#: How many tags one entry or memory may carry, and how long each may be.
+MAX_TAGS = 50
+MAX_TAG_CHARS = 128
+#: The largest ``metadata`` object, in bytes of compact JSON (413 beyond it).
+MAX_METADATA_BYTES = 16_384
+#: Entities one entry may name.
+MAX_ENTITIES = 20
+MAX_ENTITY_NAME_CHARS = 200
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 2_000
+MAX_FIELD_CHARS = 1_000  # subject / predicate / object / provenance ids
+MAX_QUOTE_CHARS = 4_000
+
+SourceType = Literal["manual", "agent", "extraction", "orchestration"]
+EntityRole = Literal["subject", "object", "mention"]
+
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+ShortText = Annotated[str, Field(max_length=MAX_FIELD_CHARS)]
+
+
+def clean_tags(tags: list[str] | None) -> list[str]:
+    """Strip, drop duplicates (first occurrence wins). Raises ValueError on blank tags."""
+    out: list[str] = []
+    for tag in tags or []:
+        value = tag.strip()
+        if not value:
+            raise ValueError("tags must not be blank")
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def check_content(content: str) -> str:
+    """The content to store (surrounding whitespace stripped).
+
+    Raises InvalidInput (422) when blank and PayloadTooLarge (413) over MAX_CONTENT_CHARS.
+    """
+    value = content.strip()
+    if not value:
+        raise InvalidInput("content must not be empty or whitespace", details=[{"field": "content"}])
+    if len(value) > MAX_CONTENT_CHARS:
+        raise PayloadTooLarge(
+            f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS} (store one atomic fact per entry)",
+            details=[{"field": "content", "limit": MAX_CONTENT_CHARS}],
+        )
+    return value
+
+
+def check_metadata(metadata: dict[str, Any] | None) -> None:
+    """Raises PayloadTooLarge (413) when metadata is over MAX_METADATA_BYTES as JSON."""
+    if metadata is None:
+        return
+    size = len(json.dumps(metadata, separators=(",", ":"), default=str).encode())
+    if size > MAX_METADATA_BYTES:
+        raise PayloadTooLarge(
+            f"metadata is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}",
+            details=[{"field": "metadata", "limit": MAX_METADATA_BYTES}],
+        )
+
+
+class EntityRef(BaseModel):
+    """An entity the caller names on write. ``name`` is normalized for matching; the first
+    spelling seen is kept as the display name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=MAX_ENTITY_NAME_CHARS)
+    type: str | None = Field(None, max_length=64)
+
+    @field_validator("name")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("entity name must not be blank")
+        return value
+
+
+class EntryEntity(BaseModel):
+    """An entity linked to a stored entry (``name`` is the display name)."""
+
+    name: str
+    type: str | None = None
+    role: EntityRole
+
+
+class NewEntry(BaseModel):
+    """A fact to write through the funnel.
+
+    Field validation (pydantic) rejects too many tags, confidence outside 0..1 and unknown
+    source types. Content emptiness/size and metadata size are checked by ``write_entry``
+    (InvalidInput 422 / PayloadTooLarge 413) so every write path gets the same answer.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str = Field(min_length=1, max_length=64)
+    content: str
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    metadata: dict[str, Any] | None = None
+    source_type: SourceType = "manual"
+    subject: ShortText | None = None
+    predicate: ShortText | None = None
+    object: ShortText | None = None
+    entities: list[EntityRef] = Field(default_factory=list, max_length=MAX_ENTITIES)
+    confidence: float = Field(1.0, ge=0.0, le=1.0)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source_quote: str | None = Field(None, max_length=MAX_QUOTE_CHARS)
+    source_conversation_id: ShortText | None = None
+    source_generation_id: ShortText | None = None
+    source_event_id: ShortText | None = None
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _none_tags(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @field_validator("tags")
+    @classmethod
+    def _clean_tags(cls, value: list[str]) -> list[str]:
+        return clean_tags(value)
+
+    @field_validator("entities", mode="before")
+    @classmethod
+    def _none_entities(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
+class MemoryEntry(BaseModel):
+    """A stored entry as the API returns it (every column but the vector and the tsvector)."""
+
+    id: str
+    project_id: str
+    memory_id: str
+    content: str
+    source_type: SourceType
+    tags: list[str]
+    metadata: dict[str, Any] | None
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    entities: list[EntryEntity]
+    confidence: float
+    source_quote: str | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source_conversation_id: str | None
+    source_generation_id: str | None
+    source_event_id: str | None
+    invalidated_at: datetime | None
+    superseded_by_entry_id: str | None
+    invalidation_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_live(self) -> bool:
+        return self.invalidated_at is None
+
+
+class Memory(BaseModel):
+    """A named container of entries."""
+
+    id: str
+    project_id: str
+    name: str
+    description: str | None
+    tags: list[str]
+    metadata: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,73 @@
+"""Tag glob patterns (``*`` any run, ``?`` one character) translated for SQL and Python.
+
+Used by the memories list filter and by knowledge search's ``memory_tags``. Several patterns
+are ORed: SQL callers pass :func:`globs_to_like` output to ``tag LIKE ANY(%s)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MAX_PATTERNS = 50
+MAX_PATTERN_CHARS = 128
+
+
+def glob_to_like(pattern: str) -> str:
+    """A LIKE pattern (escape character backslash, PostgreSQL's default) matching ``pattern``.
+
+    ``%``, ``_`` and ``\\`` in the glob are literal.
+    """
+    out = []
+    for ch in pattern:
+        if ch == "*":
+            out.append("%")
+        elif ch == "?":
+            out.append("_")
+        elif ch in ("%", "_", "\\"):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def glob_to_regex(pattern: str) -> str:
+    """An anchored regular expression (valid for Python ``re`` and PostgreSQL ``~``)."""
+    parts = []
+    for ch in pattern:
+        if ch == "*":
+            parts.append(".*")
+        elif ch == "?":
+            parts.append(".")
+        elif ch.isalnum():
+            parts.append(ch)
+        else:
+            parts.append("\\" + ch)  # a backslash before a non-alphanumeric is literal in both dialects
+    return "^" + "".join(parts) + "$"
+
+
+def glob_match(pattern: str, value: str) -> bool:
+    return re.fullmatch(glob_to_regex(pattern), value, flags=re.DOTALL) is not None
+
+
+def parse_globs(raw: str | Iterable[str] | None) -> list[str]:
+    """Patterns from a comma-separated string (as API Gateway joins repeated query parameters)
+    or a list; blanks dropped, duplicates removed. Raises ValueError when too many or too long."""
+    if raw is None:
+        return []
+    items = raw.split(",") if isinstance(raw, str) else [p for item in raw for p in item.split(",")]
+    patterns: list[str] = []
+    for item in items:
+        value = item.strip()
+        if not value or value in patterns:
+            continue
+        if len(value) > MAX_PATTERN_CHARS:
+            raise ValueError(f"tag pattern longer than {MAX_PATTERN_CHARS} characters")
+        patterns.append(value)
+    if len(patterns) > MAX_PATTERNS:
+        raise ValueError(f"at most {MAX_PATTERNS} tag patterns")
+    return patterns
+
+
+def globs_to_like(patterns: Iterable[str]) -> list[str]:
+    return [glob_to_like(p) for p in patterns]

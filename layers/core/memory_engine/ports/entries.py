@@ -1,0 +1,120 @@
+"""Repository ports for memories and memory entries.
+
+Every method takes the caller's ``project_id`` and treats another project's rows as absent
+(NotFound, never Forbidden), so a key can never learn that a foreign id exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from memory_engine.domain.cursor import Cursor
+from memory_engine.domain.entities import EntityLink
+from memory_engine.domain.entries import Memory, MemoryEntry, NewEntry
+from memory_engine.ports.embedder import Vector
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A live entry of the memory and its cosine similarity to the new fact."""
+
+    entry: MemoryEntry
+    similarity: float
+
+
+@dataclass(frozen=True)
+class EntityVectors:
+    """Vectors for entity display names (``None`` when embedding failed), keyed by normalized name."""
+
+    by_key: dict[str, Vector | None]
+
+
+@dataclass(frozen=True)
+class EntryChanges:
+    """A replacement of some fields of an entry (``fields`` holds only what the caller sent)."""
+
+    fields: dict[str, Any]
+    embedding: Vector | None
+    reembed: bool
+    links: list[EntityLink] | None = None
+    entity_vectors: EntityVectors | None = None
+
+
+class MemoryRepository(Protocol):
+    def create(
+        self, project_id: str, *, name: str, description: str | None = None, tags: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> Memory: ...
+    def get(self, project_id: str, memory_id: str) -> Memory:
+        """Raises NotFound unless the memory exists in the project."""
+        ...
+    def list(
+        self, project_id: str, *, tag_globs: Sequence[str] = (), limit: int = 20, cursor: Cursor | None = None
+    ) -> tuple[list[Memory], str | None]: ...
+    def update(self, project_id: str, memory_id: str, fields: dict[str, Any]) -> Memory:
+        """Replaces the given columns (name, description, tags, metadata). Raises NotFound."""
+        ...
+    def delete(self, project_id: str, memory_id: str) -> None:
+        """Deletes the memory and its entries. Raises NotFound."""
+        ...
+
+
+class EntryWriteSession(Protocol):
+    """One transaction holding the memory's write lock (see ``EntryRepository.write_session``)."""
+
+    def shortlist(self, embedding: Vector, k: int) -> list[Candidate]:
+        """The ``k`` most similar live entries of the memory, most similar first."""
+        ...
+    def find_live_by_content(self, content: str) -> MemoryEntry | None:
+        """A live entry with exactly this content (dedup when the new fact has no vector)."""
+        ...
+    def get_live(self, entry_id: str) -> MemoryEntry | None: ...
+    def insert(
+        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
+        entity_vectors: EntityVectors,
+    ) -> MemoryEntry: ...
+    def merge_into(
+        self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
+        links: Sequence[EntityLink], entity_vectors: EntityVectors,
+    ) -> MemoryEntry:
+        """Rewrites a live entry in place (content, embedding, ``fields``) and adds entity links;
+        provenance columns are never touched."""
+        ...
+    def invalidate(self, entry_id: str, *, superseded_by: str, reason: str) -> None: ...
+
+
+class EntryRepository(Protocol):
+    def write_session(self, project_id: str, memory_id: str) -> contextlib.AbstractContextManager[EntryWriteSession]:
+        """A transaction that holds ``pg_advisory_xact_lock`` on the memory: writes to one memory
+        are serialized. Raises NotFound when the memory is not in the project."""
+        ...
+    def get(self, project_id: str, entry_id: str) -> MemoryEntry:
+        """Any entry of the project, invalidated ones too (audit). Raises NotFound."""
+        ...
+    def list(
+        self, project_id: str, *, memory_id: str | None, include_invalidated: bool = False, limit: int = 20,
+        cursor: Cursor | None = None,
+    ) -> tuple[list[MemoryEntry], str | None]:
+        """Newest first. Raises NotFound when ``memory_id`` is not in the project."""
+        ...
+    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
+        """Replaces fields of a live entry under the memory's write lock.
+        Raises NotFound, or Conflict when the entry is invalidated (history is immutable)."""
+        ...
+    def delete(self, project_id: str, entry_id: str) -> None:
+        """Raises NotFound."""
+        ...
+
+
+@dataclass(frozen=True)
+class MissingEmbedding:
+    """A row stored without a vector (``table`` is one of the repairable tables)."""
+
+    table: str
+    id: str
+    text: str
+    created_at: datetime

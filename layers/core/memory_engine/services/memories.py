@@ -1,0 +1,177 @@
+"""Use cases for memories and for reading, replacing and deleting entries.
+
+Writes of new facts go through :func:`memory_engine.services.write_entry.write_entry`; this
+module is the rest of the CRUD surface. Every function is scoped by ``project_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor
+from memory_engine.domain.entities import anchor_name, embedding_text, entity_links
+from memory_engine.domain.entries import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_NAME_CHARS,
+    MAX_QUOTE_CHARS,
+    MAX_TAGS,
+    EntityRef,
+    Memory,
+    MemoryEntry,
+    ShortText,
+    Tag,
+    check_content,
+    check_metadata,
+    clean_tags,
+)
+from memory_engine.domain.globs import parse_globs
+from memory_engine.errors import InvalidInput
+from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
+from memory_engine.services.write_entry import embed_best_effort
+
+
+class MemoryFields(BaseModel):
+    """Body of ``POST /v1/memories`` and ``PUT /v1/memories/{id}``.
+
+    On PUT only the fields sent are replaced; ``null`` clears ``description``/``metadata`` and
+    ``null`` or ``[]`` clears ``tags``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("name must not be blank")
+        return value.strip() if value is not None else None
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str] | None) -> list[str] | None:
+        return clean_tags(value) if value is not None else None
+
+
+def create_memory(memories: MemoryRepository, project_id: str, fields: MemoryFields) -> Memory:
+    """Raises InvalidInput without a name, PayloadTooLarge for oversized metadata."""
+    if fields.name is None:
+        raise InvalidInput("name is required", details=[{"field": "name"}])
+    check_metadata(fields.metadata)
+    return memories.create(
+        project_id, name=fields.name, description=fields.description, tags=fields.tags or [], metadata=fields.metadata
+    )
+
+
+def update_memory(memories: MemoryRepository, project_id: str, memory_id: str, fields: MemoryFields) -> Memory:
+    """Replaces the fields sent. Raises NotFound, InvalidInput (``name: null``), PayloadTooLarge."""
+    sent = fields.model_dump(include=fields.model_fields_set)
+    if "name" in sent and sent["name"] is None:
+        raise InvalidInput("name cannot be cleared", details=[{"field": "name"}])
+    if "tags" in sent and sent["tags"] is None:
+        sent["tags"] = []
+    check_metadata(fields.metadata)
+    if not sent:
+        return memories.get(project_id, memory_id)
+    return memories.update(project_id, memory_id, sent)
+
+
+def list_memories(
+    memories: MemoryRepository, project_id: str, *, tags: str | Sequence[str] | None = None,
+    limit: int = DEFAULT_LIMIT, cursor: str | None = None,
+) -> tuple[list[Memory], str | None]:
+    """Newest first; ``tags`` are globs (``*``, ``?``), ORed. Raises InvalidInput for a bad cursor/patterns."""
+    try:
+        globs = parse_globs(tags)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), details=[{"field": "tags"}]) from exc
+    return memories.list(project_id, tag_globs=globs, limit=_limit(limit), cursor=decode_cursor(cursor))
+
+
+def list_entries(
+    entries: EntryRepository, project_id: str, *, memory_id: str | None, include_invalidated: bool = False,
+    limit: int = DEFAULT_LIMIT, cursor: str | None = None,
+) -> tuple[list[MemoryEntry], str | None]:
+    """Newest first; invalidated entries only with ``include_invalidated``. Raises NotFound, InvalidInput."""
+    return entries.list(
+        project_id, memory_id=memory_id, include_invalidated=include_invalidated, limit=_limit(limit),
+        cursor=decode_cursor(cursor),
+    )
+
+
+def _limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", details=[{"field": "limit"}])
+    return limit
+
+
+class EntryReplacement(BaseModel):
+    """Body of ``PUT /v1/memory-entries/{id}``: the fields sent replace the stored ones outright
+    (``tags: null`` or ``[]`` clears tags, ``metadata: null`` clears metadata). Changing
+    ``content`` or ``entities`` re-embeds the entry. Provenance fields cannot be changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    metadata: dict[str, Any] | None = None
+    subject: ShortText | None = None
+    predicate: ShortText | None = None
+    object: ShortText | None = None
+    entities: list[EntityRef] | None = Field(None, max_length=20)
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source_quote: str | None = Field(None, max_length=MAX_QUOTE_CHARS)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str] | None) -> list[str] | None:
+        return clean_tags(value) if value is not None else None
+
+
+def replace_entry(
+    entries: EntryRepository, embedder: Embedder, project_id: str, entry_id: str, body: EntryReplacement
+) -> MemoryEntry:
+    """Replace fields of a live entry and re-embed it when its text changes (best-effort).
+
+    Raises NotFound, Conflict (409) for an invalidated entry, InvalidInput (blank content,
+    ``content: null``, ``confidence: null``), PayloadTooLarge (content or metadata).
+    """
+    sent = set(body.model_fields_set)
+    for required in ("content", "confidence"):
+        if required in sent and getattr(body, required) is None:
+            raise InvalidInput(f"{required} cannot be null", details=[{"field": required}])
+    fields: dict[str, Any] = {name: getattr(body, name) for name in sent if name != "entities"}
+    if "content" in fields:
+        fields["content"] = check_content(fields["content"])
+    if "tags" in fields and fields["tags"] is None:
+        fields["tags"] = []
+    check_metadata(body.metadata)
+
+    current = entries.get(project_id, entry_id)  # NotFound early, before any embedding work
+    reembed = bool({"content", "entities", "subject", "object"} & sent)
+    links = None
+    vectors: EntityVectors | None = None
+    embedding = None
+    if reembed:
+        subject = fields.get("subject", current.subject)
+        obj = fields.get("object", current.object)
+        refs = body.entities if "entities" in sent else [EntityRef(name=e.name, type=e.type) for e in current.entities]
+        links = entity_links(refs or [], subject=subject, object=obj)
+        content = fields.get("content", current.content)
+        texts = [embedding_text(content, anchor_name(links))] + [link.display_name for link in links]
+        out = embed_best_effort(embedder, texts)
+        embedding = out[0]
+        vectors = EntityVectors({link.key: vec for link, vec in zip(links, out[1:], strict=True)})
+    changes = EntryChanges(fields=fields, embedding=embedding, reembed=reembed, links=links, entity_vectors=vectors)
+    return entries.replace(project_id, entry_id, changes)

@@ -1,0 +1,229 @@
+"""The write funnel: the one function every write path calls (REST now, extraction later).
+
+    embed (best-effort) -> lock the memory -> shortlist live entries -> decide
+      >= duplicate_threshold              -> skipped (existing entry returned)
+      >= 0.75 and an agent context        -> ask the chat model: merge (updated) | supersede | distinct (created)
+      otherwise                           -> created
+
+Locking and the model call: the chat model is called *outside* the memory's write lock. The
+first transaction (lock, shortlist, decide) ends before the call; a second transaction re-takes
+the lock, re-runs the shortlist and applies the verdict only if the same candidate is still the
+best live match and unchanged (same ``updated_at``). If anything moved meanwhile, the write
+re-decides without the model: skip if a duplicate appeared, else create. So a slow model never
+blocks other writes to the memory, and a stale verdict is never applied. Model failure, timeout,
+blank or unparsable answer -> created. Nothing is ever appended to an entry.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from memory_engine.domain.entities import EntityLink, anchor_name, embedding_text, entity_links
+from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, check_metadata
+from memory_engine.domain.write_decision import (
+    ARBITRATION_SYSTEM_PROMPT,
+    DEFAULT_DUPLICATE_THRESHOLD,
+    SHORTLIST_SIZE,
+    Arbitration,
+    Decision,
+    WriteAction,
+    arbitration_user_message,
+    check_threshold,
+    decide,
+    merge_metadata,
+    parse_arbitration,
+    union_tags,
+)
+from memory_engine.errors import ChatModelError, EmbeddingError, InvalidInput
+from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.embedder import Embedder, Vector
+from memory_engine.ports.entries import Candidate, EntityVectors, EntryRepository, EntryWriteSession
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """Present on agent and extraction writes: similar facts may be merged or superseded.
+
+    ``model`` overrides the chat model id; ``timeout`` bounds the arbitration call (seconds).
+    """
+
+    model: str | None = None
+    timeout: float = 20.0
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    action: WriteAction
+    entry: MemoryEntry
+    superseded_entry_id: str | None = None
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    entry: NewEntry
+    content: str
+    links: list[EntityLink]
+    embedding: Vector | None
+    entity_vectors: EntityVectors
+
+
+def write_entry(
+    repo: EntryRepository,
+    embedder: Embedder,
+    chat: ChatModel,
+    *,
+    project_id: str,
+    entry: NewEntry,
+    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+    agent: AgentContext | None = None,
+) -> WriteResult:
+    """Write one fact through the funnel and say what happened.
+
+    Raises InvalidInput (422) for blank content or a threshold outside 0..1, PayloadTooLarge (413)
+    for oversized content or metadata, NotFound (404) when the memory is not in the project.
+    Embedding and chat-model failures never fail the write.
+    """
+    try:
+        check_threshold(duplicate_threshold)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), details=[{"field": "duplicate_threshold"}]) from exc
+    prepared = _prepare(embedder, entry)
+
+    with repo.write_session(project_id, entry.memory_id) as session:
+        best = _best(session, prepared)
+        decision = _decide(best, duplicate_threshold, agent)
+        if decision is Decision.SKIP and best is not None:
+            return WriteResult("skipped", best.entry)
+        if decision is Decision.CREATE:
+            return WriteResult("created", _insert(session, prepared))
+    assert best is not None and agent is not None
+
+    verdict = _arbitrate(chat, agent, existing=best.entry.content, new=prepared.content)
+    merged_embedding = _embed_merge(embedder, verdict, best.entry, prepared)
+
+    with repo.write_session(project_id, entry.memory_id) as session:
+        now_best = _best(session, prepared)
+        if now_best is not None and now_best.similarity >= duplicate_threshold:
+            return WriteResult("skipped", now_best.entry)
+        still_same = (
+            now_best is not None
+            and now_best.entry.id == best.entry.id
+            and now_best.entry.updated_at == best.entry.updated_at
+        )
+        if verdict is None or verdict.verdict == "distinct" or not still_same:
+            return WriteResult("created", _insert(session, prepared))
+        if verdict.verdict == "merge":
+            return WriteResult("updated", _merge(session, best.entry, prepared, verdict, merged_embedding))
+        created = _insert(session, prepared)
+        session.invalidate(
+            best.entry.id, superseded_by=created.id, reason=verdict.reason or "contradicted by a newer fact"
+        )
+        return WriteResult("superseded", created, superseded_entry_id=best.entry.id)
+
+
+def _prepare(embedder: Embedder, entry: NewEntry) -> _Prepared:
+    content = check_content(entry.content)
+    check_metadata(entry.metadata)
+    links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
+    texts = [embedding_text(content, anchor_name(links))] + [link.display_name for link in links]
+    vectors = embed_best_effort(embedder, texts)
+    return _Prepared(
+        entry=entry,
+        content=content,
+        links=links,
+        embedding=vectors[0],
+        entity_vectors=EntityVectors({link.key: vec for link, vec in zip(links, vectors[1:], strict=True)}),
+    )
+
+
+def embed_best_effort(embedder: Embedder, texts: list[str]) -> list[Vector | None]:
+    """Vectors for ``texts``, or ``None`` for each when the model fails (the write still succeeds)."""
+    try:
+        return list(embedder.embed_documents(texts))
+    except EmbeddingError as exc:
+        logger.warning("embedding failed; storing without a vector (repair with `memory-engine reembed`): %s", exc)
+    except Exception:  # a broken adapter must not lose a fact either
+        logger.exception("embedding raised unexpectedly; storing without a vector")
+    return [None] * len(texts)
+
+
+def _best(session: EntryWriteSession, prepared: _Prepared) -> Candidate | None:
+    if prepared.embedding is None:
+        # no vector: an identical live fact is still a duplicate
+        same = session.find_live_by_content(prepared.content)
+        return Candidate(same, 1.0) if same is not None else None
+    shortlist = session.shortlist(prepared.embedding, SHORTLIST_SIZE)
+    return shortlist[0] if shortlist else None
+
+
+def _decide(best: Candidate | None, duplicate_threshold: float, agent: AgentContext | None) -> Decision:
+    return decide(best.similarity if best else None, duplicate_threshold=duplicate_threshold, agent=agent is not None)
+
+
+def _insert(session: EntryWriteSession, prepared: _Prepared) -> MemoryEntry:
+    return session.insert(
+        prepared.entry, content=prepared.content, embedding=prepared.embedding, links=prepared.links,
+        entity_vectors=prepared.entity_vectors,
+    )
+
+
+def _arbitrate(chat: ChatModel, agent: AgentContext, *, existing: str, new: str) -> Arbitration | None:
+    """The model's verdict, or ``None`` (create) on any failure."""
+    try:
+        reply = chat.complete(
+            [ChatMessage("user", arbitration_user_message(existing, new))],
+            system=ARBITRATION_SYSTEM_PROMPT,
+            model=agent.model,
+            max_tokens=400,
+            timeout=agent.timeout,
+        )
+    except ChatModelError as exc:
+        logger.info("merge arbitration unavailable (%s); creating", exc.code)
+        return None
+    except Exception:
+        logger.exception("chat model raised unexpectedly during merge arbitration; creating")
+        return None
+    verdict = parse_arbitration(reply)
+    if verdict is None:
+        logger.info("merge arbitration answer unusable; creating")
+    return verdict
+
+
+def _embed_merge(embedder: Embedder, verdict: Arbitration | None, existing: MemoryEntry, prepared: _Prepared) -> Vector | None:
+    if verdict is None or verdict.verdict != "merge" or verdict.content is None:
+        return None
+    anchor = anchor_name(prepared.links) or _existing_anchor(existing)
+    return embed_best_effort(embedder, [embedding_text(verdict.content, anchor)])[0]
+
+
+def _existing_anchor(existing: MemoryEntry) -> str | None:
+    for entity in existing.entities:
+        if entity.role == "subject":
+            return entity.name
+    return existing.entities[0].name if existing.entities else None
+
+
+def _merge(
+    session: EntryWriteSession, existing: MemoryEntry, prepared: _Prepared, verdict: Arbitration, embedding: Vector | None
+) -> MemoryEntry:
+    new = prepared.entry
+    fields: dict[str, Any] = {
+        "tags": union_tags(existing.tags, new.tags),
+        "metadata": merge_metadata(existing.metadata, new.metadata),
+        # the new fact wins where it says something; provenance (source_*) is never rewritten
+        "subject": new.subject or existing.subject,
+        "predicate": new.predicate or existing.predicate,
+        "object": new.object or existing.object,
+        "confidence": new.confidence,
+        "valid_from": new.valid_from or existing.valid_from,
+        "valid_to": new.valid_to or existing.valid_to,
+    }
+    assert verdict.content is not None
+    return session.merge_into(
+        existing.id, content=verdict.content, embedding=embedding, fields=fields, links=prepared.links,
+        entity_vectors=prepared.entity_vectors,
+    )
