@@ -1,0 +1,175 @@
+"""PostgreSQL adapter of the search index: runs the signal queries and reads result rows.
+
+Signals run either one after another on one pooled connection (one transaction; the default)
+or concurrently, one pooled connection each, in a small thread pool. docs/retrieval.md has the
+measurement that picked the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+
+from memory_engine.adapters.postgres import search_documents as docs
+from memory_engine.adapters.postgres import search_memories as mems
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.domain.search_config import Signal
+from memory_engine.domain.search_models import (
+    DocumentResult,
+    EntityLink,
+    EpisodeResult,
+    MemoryResult,
+    MemoryScope,
+    RankedLists,
+    ResultKey,
+    Scopes,
+    SignalQuery,
+)
+
+Task = Callable[[psycopg.Connection[Any]], list[ResultKey]]
+
+
+def _prepare(conn: psycopg.Connection[Any], ef_search: int) -> None:
+    # Iterative index scans (pgvector >= 0.8) keep walking the HNSW graph when filters drop rows,
+    # so a filtered query still returns `depth` rows; transaction-local, so pooled connections stay clean.
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+        (str(ef_search),),
+    )
+
+
+class PostgresKnowledgeIndex:
+    """:class:`memory_engine.ports.search.KnowledgeIndex` over the schema of migrations/0001."""
+
+    def __init__(self, database: Database, *, parallel: bool = False, max_workers: int = 4) -> None:
+        self._database = database
+        self._parallel = parallel
+        self._max_workers = max_workers
+        self._executor: ThreadPoolExecutor | None = None
+
+    # --- ranking ---------------------------------------------------------------------------
+    def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes, out: RankedLists) -> dict[str, Task]:
+        tasks: dict[str, Task] = {}
+        m, d = scopes.memories, scopes.documents
+        if Signal.VECTOR in q.signals and q.embedding is not None:
+            if m is not None:
+                tasks["memory:vector"] = lambda conn: mems.vector(conn, project_id, m, q)
+            if d is not None:
+                tasks["document:vector"] = lambda conn: docs.vector(conn, project_id, d, q)
+        if Signal.KEYWORD in q.signals and q.text is not None:
+            if m is not None:
+                tasks["memory:keyword"] = lambda conn: mems.keyword(conn, project_id, m, q)
+            if d is not None:
+                tasks["document:keyword"] = lambda conn: docs.keyword(conn, project_id, d, q)
+        if Signal.ENTITY in q.signals and m is not None:
+
+            def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
+                anchors = mems.anchor_entities(conn, project_id, q)
+                out.anchors = anchors
+                return mems.entity(conn, project_id, m, q, anchors)
+
+            tasks["memory:entity"] = entity
+        if Signal.RECENCY in q.signals and m is not None:
+            tasks["memory:recency"] = lambda conn: mems.recency(conn, project_id, m, q.depth)
+        return tasks
+
+    def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
+        out = RankedLists()
+        tasks = self._tasks(project_id, query, scopes, out)
+        if not tasks:
+            return out
+        if self._parallel and len(tasks) > 1:
+            futures = {name: self._pool().submit(self._run_one, task, query.ef_search) for name, task in tasks.items()}
+            out.lists = {name: future.result() for name, future in futures.items()}
+            return out
+        with self._database.connection() as conn:
+            _prepare(conn, query.ef_search)
+            out.lists = {name: task(conn) for name, task in tasks.items()}
+        return out
+
+    def _run_one(self, task: Task, ef_search: int) -> list[ResultKey]:
+        with self._database.connection() as conn:
+            _prepare(conn, ef_search)
+            return task(conn)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="search")
+        return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    # --- rows ------------------------------------------------------------------------------
+    def fetch(
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Any, *, raw: bool = False
+    ) -> dict[ResultKey, MemoryResult | DocumentResult]:
+        memory_ids = [key for source, key in keys if source == mems.SOURCE]
+        chunk_ids = [key for source, key in keys if source == docs.SOURCE]
+        found: dict[ResultKey, MemoryResult | DocumentResult] = {}
+        with self._database.connection() as conn:
+            if memory_ids:
+                for row in mems.rows(conn, project_id, memory_ids, embedding):
+                    found[(mems.SOURCE, row["id"])] = memory_result(row, raw=raw)
+            if chunk_ids:
+                for row in docs.rows(conn, project_id, chunk_ids, embedding):
+                    found[(docs.SOURCE, row["id"])] = document_result(row)
+        return found
+
+    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
+        out: list[MemoryResult | DocumentResult] = []
+        with self._database.connection() as conn:
+            if scopes.memories is not None:
+                out.extend(memory_result(r, raw=raw) for r in mems.recent_rows(conn, project_id, scopes.memories, limit))
+            if scopes.documents is not None and len(out) < limit:
+                rows = docs.ordered_rows(conn, project_id, scopes.documents, limit - len(out))
+                out.extend(document_result(r) for r in rows)
+        return out[:limit]
+
+    def episodes(self, project_id: str, scope: MemoryScope, embedding: Any, limit: int) -> list[EpisodeResult]:
+        with self._database.connection() as conn:
+            if embedding is not None:
+                _prepare(conn, 100)
+            rows = mems.episode_rows(conn, project_id, scope, embedding, limit)
+        return [
+            EpisodeResult(
+                id=r["id"], memory_id=r["memory_id"], conversation_id=r["conversation_id"], turn_id=r["turn_id"],
+                occurred_at=r["occurred_at"], transcript=r["transcript"], similarity_score=_float(r["similarity"]),
+            )
+            for r in rows
+        ]
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def memory_result(row: dict[str, Any], *, raw: bool) -> MemoryResult:
+    extra = None
+    if raw:
+        extra = {
+            "subject": row["subject"], "predicate": row["predicate"], "object": row["object"],
+            "confidence": float(row["confidence"]), "source_quote": row["source_quote"],
+            "source_type": row["source_type"], "updated_at": row["updated_at"], "invalidated_at": row["invalidated_at"],
+        }
+    return MemoryResult(
+        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
+        memory_id=row["memory_id"], memory_name=row["memory_name"], tags=list(row["tags"] or []),
+        metadata=row["metadata"], entities=[EntityLink(**link) for link in row["entities"]],
+        valid_from=row["valid_from"], valid_to=row["valid_to"], created_at=row["created_at"],
+        source_conversation_id=row["source_conversation_id"], source_generation_id=row["source_generation_id"],
+        source_event_id=row["source_event_id"], raw=extra,
+    )
+
+
+def document_result(row: dict[str, Any]) -> DocumentResult:
+    return DocumentResult(
+        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
+        document_id=row["document_id"], path=row["path"], title=row["title"], page=row["page"],
+        chunk_index=row["chunk_index"], tags=list(row["tags"] or []), metadata=row["metadata"],
+    )

@@ -1,0 +1,223 @@
+"""SQL of the memory-fact side of search: scope filter, the three signals, recency, rows.
+
+Every statement is filtered by ``project_id``. Without ``as_of`` the filter says
+``invalidated_at IS NULL`` literally so the planner can use the partial (live-only) HNSW index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
+
+SOURCE = "memory"
+
+#: The tsquery of a search: websearch syntax, ORed terms unless the caller used the syntax.
+TSQUERY_SQL = (
+    "CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) "
+    "ELSE replace(websearch_to_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery END"
+)
+
+
+def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
+    """The WHERE clause of "a live, confident enough fact in the searched memories"."""
+    a = alias
+    parts = [f"{a}.project_id = %(project_id)s", f"{a}.confidence >= %(min_confidence)s"]
+    which = []
+    if scope.memory_ids:
+        which.append(f"{a}.memory_id = ANY(%(memory_ids)s::text[])")
+    if scope.tag_patterns:
+        which.append(f"EXISTS (SELECT 1 FROM unnest({a}.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[]))")
+        which.append(
+            f"{a}.memory_id IN (SELECT m.id FROM memories m WHERE m.project_id = %(project_id)s"
+            " AND EXISTS (SELECT 1 FROM unnest(m.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[])))"
+        )
+    parts.append("(" + " OR ".join(which or ["false"]) + ")")
+    if scope.as_of is None:
+        parts.append(f"{a}.invalidated_at IS NULL")
+    else:
+        parts.append(f"({a}.invalidated_at IS NULL OR {a}.invalidated_at > %(as_of)s)")
+        parts.append(f"({a}.valid_from IS NULL OR {a}.valid_from <= %(as_of)s)")
+        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > %(as_of)s)")
+    return " AND ".join(parts)
+
+
+def scope_params(project_id: str, scope: MemoryScope) -> dict[str, Any]:
+    return {
+        "project_id": project_id,
+        "min_confidence": scope.min_confidence,
+        "memory_ids": list(scope.memory_ids),
+        "tag_patterns": list(scope.tag_patterns),
+        "as_of": scope.as_of,
+    }
+
+
+def _keys(rows: list[dict[str, Any]]) -> list[ResultKey]:
+    return [(SOURCE, row["id"]) for row in rows]
+
+
+def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> list[ResultKey]:
+    # relaxed_order iterative scans may return rows slightly out of order: re-sort outside.
+    sql = (
+        "SELECT id FROM (SELECT e.id, e.embedding <=> %(embedding)s::vector AS distance FROM memory_entries e"
+        f" WHERE {scope_sql(scope)} AND e.embedding IS NOT NULL"
+        " ORDER BY e.embedding <=> %(embedding)s::vector LIMIT %(depth)s) hits ORDER BY distance, id"
+    )
+    params = scope_params(project_id, scope) | {"embedding": q.embedding, "depth": q.depth}
+    return _keys(conn.execute(sql, params).fetchall())
+
+
+def keyword(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> list[ResultKey]:
+    sql = (
+        f"SELECT e.id FROM memory_entries e, (SELECT {TSQUERY_SQL} AS tsq) query"
+        f" WHERE {scope_sql(scope)} AND e.search_tsv @@ query.tsq"
+        " ORDER BY ts_rank(e.search_tsv, query.tsq) DESC, e.id LIMIT %(depth)s"
+    )
+    params = scope_params(project_id, scope) | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth}
+    return _keys(conn.execute(sql, params).fetchall())
+
+
+def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:
+    """Entities named in the query (exact normalized name at word boundaries) plus the top-k
+    entities whose embedding is at least ``entity_min_similarity`` to the query."""
+    named: list[str] = []
+    if q.entity_names:
+        rows = conn.execute(
+            "SELECT id FROM entities WHERE project_id = %(project_id)s AND name = ANY(%(names)s::text[]) ORDER BY id",
+            {"project_id": project_id, "names": list(q.entity_names)},
+        ).fetchall()
+        named = [row["id"] for row in rows]
+    similar: list[str] = []
+    if q.embedding is not None and q.entity_top_k > 0:
+        rows = conn.execute(
+            "SELECT id FROM (SELECT id, embedding <=> %(embedding)s::vector AS distance FROM entities"
+            " WHERE project_id = %(project_id)s AND embedding IS NOT NULL"
+            " ORDER BY embedding <=> %(embedding)s::vector LIMIT %(k)s) near"
+            " WHERE 1 - distance >= %(min_similarity)s ORDER BY distance, id",
+            {"project_id": project_id, "embedding": q.embedding, "k": q.entity_top_k,
+             "min_similarity": q.entity_min_similarity},
+        ).fetchall()
+        similar = [row["id"] for row in rows]
+    return list(dict.fromkeys(named + similar))
+
+
+#: How many of the best direct facts lend their other entities as one-hop bridges, and how many
+#: bridge entities (least connected first: "breaking bad" before "user") are followed.
+BRIDGE_FACTS = 10
+BRIDGE_ENTITIES = 5
+#: Degree counting stops here: a hub is a hub.
+DEGREE_CAP = 1000
+
+
+def entity(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, anchors: list[str]
+) -> list[ResultKey]:
+    """Every live fact touching an anchor, ordered by relevance to the query (cosine to its
+    embedding; ``ts_rank`` when there is no embedding), never by row order; then, as a second
+    tier, facts one hop away through the most specific other entities of the best direct facts
+    (how "anything good on Netflix tonight?" reaches "user's favourite show is breaking bad")."""
+    if not anchors:
+        return []
+    if q.embedding is not None:
+        relevance = "(e.embedding <=> %(embedding)s::vector)"
+    elif q.text is not None:
+        relevance = f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))"
+    else:
+        relevance = "0"
+    sql = f"""
+        WITH direct AS MATERIALIZED (
+            SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {scope_sql(scope)}
+              AND e.id IN (SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[]))
+            ORDER BY distance NULLS LAST, e.id LIMIT %(depth)s
+        ), bridges AS (
+            SELECT ee.entity_id,
+                   (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id
+                                          LIMIT {DEGREE_CAP}) capped) AS degree
+            FROM entry_entities ee
+            WHERE ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})
+              AND ee.entity_id <> ALL(%(anchors)s::text[])
+            GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}
+        ), hop AS (
+            SELECT e.id, min(b.degree) AS degree, min({relevance}) AS distance
+            FROM memory_entries e JOIN entry_entities ee ON ee.entry_id = e.id JOIN bridges b ON b.entity_id = ee.entity_id
+            WHERE {scope_sql(scope)} AND e.id NOT IN (SELECT id FROM direct)
+            GROUP BY e.id
+        )
+        SELECT id FROM (
+            SELECT id, 0 AS tier, 0 AS degree, distance FROM direct
+            UNION ALL SELECT id, 1, degree, distance FROM hop
+        ) ranked ORDER BY tier, degree, distance NULLS LAST, id LIMIT %(depth)s
+    """
+    params = scope_params(project_id, scope) | {
+        "anchors": anchors, "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
+    }
+    return _keys(conn.execute(sql, params).fetchall())
+
+
+def recency(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[ResultKey]:
+    sql = (
+        f"SELECT e.id FROM memory_entries e WHERE {scope_sql(scope)}"
+        " ORDER BY coalesce(e.valid_from, e.created_at) DESC, e.created_at DESC, e.id DESC LIMIT %(limit)s"
+    )
+    return _keys(conn.execute(sql, scope_params(project_id, scope) | {"limit": limit}).fetchall())
+
+
+ROW_COLUMNS = (
+    "e.id, e.content, e.memory_id, m.name AS memory_name, e.tags, e.metadata, e.valid_from, e.valid_to,"
+    " e.created_at, e.updated_at, e.source_conversation_id, e.source_generation_id, e.source_event_id, e.subject,"
+    " e.predicate, e.object, e.confidence, e.source_quote, e.source_type, e.invalidated_at,"
+    " CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL THEN NULL"
+    " ELSE 1 - (e.embedding <=> %(embedding)s::vector) END AS similarity,"
+    " coalesce((SELECT jsonb_agg(jsonb_build_object('name', en.display_name, 'type', en.type, 'role', ee.role)"
+    "   ORDER BY ee.role <> 'subject', ee.role, en.display_name)"
+    "   FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id AND en.project_id = e.project_id"
+    "   WHERE ee.entry_id = e.id), '[]'::jsonb) AS entities"
+)
+
+
+def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embedding: Any) -> list[dict[str, Any]]:
+    sql = (
+        f"SELECT {ROW_COLUMNS} FROM memory_entries e JOIN memories m ON m.id = e.memory_id"
+        " WHERE e.project_id = %(project_id)s AND m.project_id = %(project_id)s AND e.id = ANY(%(ids)s::text[])"
+    )
+    return conn.execute(sql, {"project_id": project_id, "ids": ids, "embedding": embedding}).fetchall()
+
+
+def recent_rows(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[dict[str, Any]]:
+    sql = (
+        f"SELECT {ROW_COLUMNS} FROM memory_entries e JOIN memories m ON m.id = e.memory_id"
+        f" WHERE {scope_sql(scope)} ORDER BY coalesce(e.valid_from, e.created_at) DESC, e.created_at DESC, e.id DESC"
+        " LIMIT %(limit)s"
+    )
+    params = scope_params(project_id, scope) | {"limit": limit, "embedding": None}
+    return conn.execute(sql, params).fetchall()
+
+
+def episode_rows(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, embedding: Any, limit: int
+) -> list[dict[str, Any]]:
+    which = []
+    if scope.memory_ids:
+        which.append("ep.memory_id = ANY(%(memory_ids)s::text[])")
+    if scope.tag_patterns:
+        which.append(
+            "ep.memory_id IN (SELECT m.id FROM memories m WHERE m.project_id = %(project_id)s"
+            " AND EXISTS (SELECT 1 FROM unnest(m.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[])))"
+        )
+    where = "ep.project_id = %(project_id)s AND (" + " OR ".join(which or ["false"]) + ")"
+    if scope.as_of is not None:
+        where += " AND (ep.occurred_at IS NULL OR ep.occurred_at <= %(as_of)s)"
+    if embedding is not None:
+        where += " AND ep.embedding IS NOT NULL"
+        order = "ep.embedding <=> %(embedding)s::vector, ep.id"
+    else:
+        order = "ep.occurred_at DESC NULLS LAST, ep.created_at DESC, ep.id DESC"
+    sql = (
+        "SELECT ep.id, ep.memory_id, ep.conversation_id, ep.turn_id, ep.occurred_at, ep.transcript,"
+        " CASE WHEN %(embedding)s::vector IS NULL THEN NULL ELSE 1 - (ep.embedding <=> %(embedding)s::vector) END"
+        f" AS similarity FROM episodes ep WHERE {where} ORDER BY {order} LIMIT %(limit)s"
+    )
+    params = scope_params(project_id, scope) | {"embedding": embedding, "limit": limit}
+    return conn.execute(sql, params).fetchall()

@@ -1,0 +1,239 @@
+"""Request, response and scope models of ``POST /v1/knowledge/search``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory_engine.domain.search_config import Signal
+
+SourceType = Literal["memory", "document"]
+#: Identifies one result across both sources.
+ResultKey = tuple[SourceType, str]
+
+MAX_QUERY_CHARS = 8_000
+MAX_LIMIT = 100
+MAX_FILTER_VALUES = 200
+
+_Str = Annotated[str, Field(min_length=1, max_length=1_000)]
+
+
+class SearchRequest(BaseModel):
+    """The body of ``POST /v1/knowledge/search`` (SPEC "Retrieval"). Unknown fields are a 422."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | None = Field(None, max_length=MAX_QUERY_CHARS)
+    query_embedding: list[float] | None = Field(None, min_length=1, max_length=16_000)
+    memory_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
+    memory_tags: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
+    document_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
+    document_paths: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
+    limit: int = Field(10, ge=1, le=MAX_LIMIT)
+    min_score: float | None = None
+    min_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    as_of: datetime | None = None
+    signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
+    include: list[Literal["raw", "episodes"]] = Field(default_factory=list)
+    render: bool = False
+
+    @field_validator("query")
+    @classmethod
+    def _blank_query_is_none(cls, value: str | None) -> str | None:
+        return value if value is not None and value.strip() else None
+
+    @field_validator("as_of")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        # A naive timestamp is read as UTC, the way the database stores timestamptz.
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+    @property
+    def has_query(self) -> bool:
+        return self.query is not None or self.query_embedding is not None
+
+    @property
+    def searches_memories(self) -> bool:
+        return bool(self.memory_ids) or bool(self.memory_tags)
+
+    @property
+    def searches_documents(self) -> bool:
+        # A caller-side ``query_embedding`` stands in for ``query``.
+        return self.has_query or bool(self.document_ids) or bool(self.document_paths)
+
+    def requested_signals(self) -> frozenset[Signal] | None:
+        return None if self.signals is None else frozenset(Signal(s) for s in self.signals)
+
+
+class EntityLink(BaseModel):
+    name: str
+    type: str | None = None
+    role: str
+
+
+class MemoryResult(BaseModel):
+    """A memory fact (entry) in the results."""
+
+    source_type: Literal["memory"] = "memory"
+    id: str
+    content: str
+    score: float
+    similarity_score: float | None = None
+    signal_ranks: dict[str, int] = Field(default_factory=dict)
+    memory_id: str
+    memory_name: str
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    entities: list[EntityLink] = Field(default_factory=list)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    created_at: datetime
+    source_conversation_id: str | None = None
+    source_generation_id: str | None = None
+    source_event_id: str | None = None
+    raw: dict[str, Any] | None = None
+
+    @property
+    def anchor(self) -> str | None:
+        """The entity this fact is about: its subject entity, else its first entity."""
+        for link in self.entities:
+            if link.role == "subject":
+                return link.name
+        return self.entities[0].name if self.entities else None
+
+
+class DocumentResult(BaseModel):
+    """A document chunk in the results."""
+
+    source_type: Literal["document"] = "document"
+    id: str
+    content: str
+    score: float
+    similarity_score: float | None = None
+    signal_ranks: dict[str, int] = Field(default_factory=dict)
+    document_id: str
+    path: str
+    title: str | None = None
+    page: int | None = None
+    chunk_index: int
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+
+
+SearchResult = Annotated[MemoryResult | DocumentResult, Field(discriminator="source_type")]
+
+
+class EpisodeResult(BaseModel):
+    """A stored turn transcript (``include: ["episodes"]``)."""
+
+    id: str
+    memory_id: str | None
+    conversation_id: str | None = None
+    turn_id: str | None = None
+    occurred_at: datetime | None = None
+    transcript: str
+    similarity_score: float | None = None
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    context: str | None = None
+    degraded: list[str] | None = None
+    episodes: list[EpisodeResult] | None = None
+
+    def to_body(self) -> dict[str, Any]:
+        """The wire shape: optional keys are present only when they apply."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"results"}) | {
+            "results": [r.model_dump(mode="json", exclude={"raw"} if r.raw is None else None) for r in self.results]
+        }
+
+
+# --- scopes handed to the search index (already validated, always with a project) ---
+
+
+def glob_to_like(pattern: str) -> str:
+    """A tag glob (``*`` any run, ``?`` one character) as a SQL LIKE pattern (escape ``\\``)."""
+    escaped = re.sub(r"([\\%_])", r"\\\1", pattern)
+    return escaped.replace("*", "%").replace("?", "_")
+
+
+def prefix_to_like(prefix: str) -> str:
+    return re.sub(r"([\\%_])", r"\\\1", prefix) + "%"
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    """Which facts are searchable: entries of ``memory_ids``, or entries whose own tags or whose
+    memory's tags match a pattern (entry granularity); live, confident enough, valid at ``as_of``."""
+
+    memory_ids: tuple[str, ...] = ()
+    tag_patterns: tuple[str, ...] = ()  # LIKE patterns
+    min_confidence: float = 0.5
+    as_of: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DocumentScope:
+    """Which chunks are searchable: every ready document of the project, narrowed by ids/prefixes."""
+
+    document_ids: tuple[str, ...] = ()
+    path_patterns: tuple[str, ...] = ()  # LIKE patterns
+
+
+@dataclass(frozen=True)
+class Scopes:
+    memories: MemoryScope | None
+    documents: DocumentScope | None
+
+    @classmethod
+    def from_request(cls, request: SearchRequest) -> Scopes:
+        memories = (
+            MemoryScope(
+                memory_ids=tuple(dict.fromkeys(request.memory_ids or ())),
+                tag_patterns=tuple(glob_to_like(t) for t in dict.fromkeys(request.memory_tags or ())),
+                min_confidence=request.min_confidence,
+                as_of=request.as_of,
+            )
+            if request.searches_memories
+            else None
+        )
+        documents = (
+            DocumentScope(
+                document_ids=tuple(dict.fromkeys(request.document_ids or ())),
+                path_patterns=tuple(prefix_to_like(p) for p in dict.fromkeys(request.document_paths or ())),
+            )
+            if request.searches_documents
+            else None
+        )
+        return cls(memories, documents)
+
+
+@dataclass
+class RankedLists:
+    """What the index answers for one query: per ``source:signal`` list, keys best first, plus
+    notes on anything it had to skip."""
+
+    lists: dict[str, list[ResultKey]] = field(default_factory=dict)
+    anchors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SignalQuery:
+    """One query as the index sees it: text for keyword/entity signals, a unit vector for the
+    vector signal (``None`` when embedding failed or was not asked for)."""
+
+    text: str | None
+    embedding: Any  # numpy float32 unit vector or None
+    signals: frozenset[Signal]
+    depth: int
+    entity_names: tuple[str, ...] = ()
+    entity_top_k: int = 3
+    entity_min_similarity: float = 0.75
+    ef_search: int = 100
+    #: ``websearch_to_tsquery`` with its own AND semantics when the caller used its syntax
+    #: (quotes, ``or``, ``-term``); otherwise its terms are ORed so a question still matches.
+    keyword_strict: bool = False

@@ -1,0 +1,1 @@
+"""Retrieval evaluation on real data (LoCoMo, BEIR SciFact): `memory-engine eval ...`."""

@@ -1,0 +1,42 @@
+"""The search index port: ranked candidate lists per signal, then the rows to show."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from memory_engine.domain.search_models import (
+    DocumentResult,
+    EpisodeResult,
+    MemoryResult,
+    MemoryScope,
+    RankedLists,
+    ResultKey,
+    Scopes,
+    SignalQuery,
+)
+
+
+class KnowledgeIndex(Protocol):
+    """Reads memory facts and document chunks of ONE project. Every method filters by
+    ``project_id``; rows of other projects are never seen. Raises
+    :class:`memory_engine.errors.DatabaseError` when the database fails."""
+
+    def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
+        """For each signal in ``query.signals`` and each source in ``scopes``, the keys of at most
+        ``query.depth`` live candidates, best first, under list names ``"<source>:<signal>"``."""
+        ...
+
+    def fetch(
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Any, *, raw: bool = False
+    ) -> dict[ResultKey, MemoryResult | DocumentResult]:
+        """The rows behind ``keys`` (score 0; ``similarity_score`` = cosine to ``embedding``)."""
+        ...
+
+    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
+        """No-query reads: live facts most recent first, then chunks in document order."""
+        ...
+
+    def episodes(self, project_id: str, scope: MemoryScope, embedding: Any, limit: int) -> list[EpisodeResult]:
+        """Episodes of the scoped memories, nearest to ``embedding`` first (most recent when None)."""
+        ...

@@ -1,0 +1,130 @@
+"""The one retrieval function: hybrid search over memory facts and document chunks."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from memory_engine.domain.query_text import name_candidates, uses_websearch_syntax
+from memory_engine.domain.render import render
+from memory_engine.domain.rrf import rrf
+from memory_engine.domain.search_config import HYBRID, SearchConfig, Signal
+from memory_engine.domain.search_models import (
+    DocumentResult,
+    MemoryResult,
+    Scopes,
+    SearchRequest,
+    SearchResponse,
+    SignalQuery,
+)
+from memory_engine.errors import EmbeddingError, InvalidInput
+from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.search import KnowledgeIndex
+
+logger = logging.getLogger(__name__)
+
+EMBEDDING_DEGRADED = "vector: the query could not be embedded; ranked by keyword, entity and recency"
+
+
+def _query_vector(request: SearchRequest, embedder: Embedder, degraded: list[str]) -> Any:
+    """The query's unit vector: the caller's (checked), the embedder's, or None when it failed."""
+    if request.query_embedding is not None:
+        if len(request.query_embedding) != embedder.dimensions:
+            raise InvalidInput(
+                f"query_embedding has {len(request.query_embedding)} dimensions; this deployment uses {embedder.dimensions}",
+                details=[{"field": "query_embedding", "message": f"expected {embedder.dimensions} values"}],
+            )
+        vector = np.asarray(request.query_embedding, dtype=np.float32)
+        norm = float(np.linalg.norm(vector))
+        if not np.isfinite(norm) or norm == 0.0:
+            raise InvalidInput("query_embedding must be a finite, non-zero vector",
+                               details=[{"field": "query_embedding", "message": "zero or non-finite vector"}])
+        return vector / norm
+    if request.query is None:
+        return None
+    try:
+        return embedder.embed_query(request.query)
+    except EmbeddingError as error:
+        logger.warning("query embedding failed, degrading: %s", error)
+        degraded.append(EMBEDDING_DEGRADED)
+        return None
+
+
+def _config_for(request: SearchRequest, config: SearchConfig) -> SearchConfig:
+    requested = request.requested_signals()
+    return config if requested is None else config.with_signals(requested)
+
+
+def search_knowledge(
+    index: KnowledgeIndex,
+    embedder: Embedder,
+    *,
+    project_id: str,
+    request: SearchRequest,
+    config: SearchConfig = HYBRID,
+) -> SearchResponse:
+    """Run one search (SPEC "Retrieval") within ``project_id``.
+
+    Sources follow the filters (memories only when ``memory_ids``/``memory_tags`` are given).
+    With a query, every configured signal ranks candidates per source and Reciprocal Rank
+    Fusion (``config.rrf_k``) merges all lists into one ranking; without one, results are
+    deterministic reads. An embedding failure degrades to keyword + entity + recency and is
+    reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
+    wrong dimension; :class:`DatabaseError` when the database fails.
+    """
+    scopes = Scopes.from_request(request)
+    raw = "raw" in request.include
+    degraded: list[str] = []
+    embedding = _query_vector(request, embedder, degraded)
+    config = _config_for(request, config)
+
+    if scopes.memories is None and scopes.documents is None:
+        results: list[MemoryResult | DocumentResult] = []
+    elif not request.has_query:
+        results = index.recent(project_id, scopes, request.limit, raw=raw)
+    else:
+        results = _ranked(index, project_id, request, config, scopes, embedding, degraded, raw=raw)
+
+    response = SearchResponse(results=results, degraded=degraded or None)
+    if request.render:
+        response.context = render(results)
+    if "episodes" in request.include and scopes.memories is not None:
+        response.episodes = index.episodes(project_id, scopes.memories, embedding, request.limit)
+    return response
+
+
+def _ranked(
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
+    embedding: Any, degraded: list[str], *, raw: bool,
+) -> list[MemoryResult | DocumentResult]:
+    signals = set(config.signals)
+    if embedding is None and request.query is not None and degraded:
+        signals = (signals - {Signal.VECTOR}) | {Signal.KEYWORD, Signal.ENTITY, Signal.RECENCY}
+    query = SignalQuery(
+        text=request.query,
+        embedding=embedding,
+        signals=frozenset(signals),
+        depth=config.depth(request.limit),
+        entity_names=tuple(name_candidates(request.query)) if request.query else (),
+        entity_top_k=config.entity_top_k,
+        entity_min_similarity=config.entity_min_similarity,
+        ef_search=max(config.ef_search, config.depth(request.limit)),
+        keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
+    )
+    ranked = index.rank(project_id, query, scopes)
+    weights = {name: config.weight(Signal(name.split(":", 1)[1])) for name in ranked.lists}
+    fused = rrf(ranked.lists, k=config.rrf_k, weights=weights)
+    if request.min_score is not None:
+        fused = [f for f in fused if f.score >= request.min_score]
+    fused = fused[: request.limit]
+    rows = index.fetch(project_id, [f.key for f in fused], embedding, raw=raw)
+    results: list[MemoryResult | DocumentResult] = []
+    for item in fused:
+        row = rows.get(item.key)
+        if row is None:  # deleted between ranking and reading
+            continue
+        ranks = {name.split(":", 1)[1]: rank for name, rank in item.ranks.items()}
+        results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
+    return results
