@@ -133,6 +133,12 @@ class Container:
 
     # --- knowledge search (issue 4): add cached_properties below this line ---
 
+    @cached_property
+    def knowledge_index(self) -> Any:
+        from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
+
+        return PostgresKnowledgeIndex(self.database)
+
     # --- document ingestion (issue 5): add cached_properties below this line ---
 
     # --- fact extraction (issue 6): add cached_properties below this line ---
