@@ -142,6 +142,59 @@ class Container:
     # --- document ingestion (issue 5): add cached_properties below this line ---
 
     # --- fact extraction (issue 6): add cached_properties below this line ---
+    @cached_property
+    def episodes(self) -> Any:
+        from memory_engine.adapters.postgres.episodes import PostgresEpisodeRepository
+
+        return PostgresEpisodeRepository(self.database)
+
+    @cached_property
+    def extraction_runs(self) -> Any:
+        from memory_engine.adapters.postgres.extraction_runs import PostgresExtractionRunRepository
+
+        return PostgresExtractionRunRepository(self.database)
+
+    @cached_property
+    def event_publisher(self) -> Any:
+        """EventBridge when ``EVENT_BUS_NAME`` is set, else a local recorder that logs."""
+        if self.settings.event_bus_name:
+            from memory_engine.adapters.eventbridge.publisher import EventBridgePublisher
+
+            return EventBridgePublisher(self.boto_client("events"), bus_name=self.settings.event_bus_name)
+        from memory_engine.adapters.local.event_sinks import RecordingPublisher
+
+        return RecordingPublisher()
+
+    @cached_property
+    def dead_letters(self) -> Any:
+        """The extraction DLQ when ``EXTRACTION_DLQ_URL`` is set, else a local list (+ folder in `dev`)."""
+        import os
+
+        from memory_engine.adapters.sqs.dead_letters import ENV_EXTRACTION_DLQ_URL, SqsDeadLetterSink
+
+        queue_url = os.environ.get(ENV_EXTRACTION_DLQ_URL)
+        if queue_url:
+            return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=queue_url)
+        from memory_engine.adapters.local.event_sinks import LocalDeadLetters
+
+        return LocalDeadLetters()
+
+    @cached_property
+    def extraction(self) -> Any:
+        """The dependencies of ``services.extract_turn`` (an ``ExtractionDeps``)."""
+        from memory_engine.services.extract_turn import ExtractionDeps
+
+        return ExtractionDeps(
+            episodes=self.episodes, runs=self.extraction_runs, embedder=self.embedder, chat=self.chat_model,
+            write=self.write_entry, publisher=self.event_publisher,
+        )
+
+    @cached_property
+    def event_queue(self) -> Any:
+        """The local EventBridge -> SQS stand-in (``POST /v1/events`` submits to it)."""
+        from memory_engine.adapters.local.event_queue import LocalEventQueue
+
+        return LocalEventQueue(self.dead_letters)
 
     # --- end of area sections ---
 

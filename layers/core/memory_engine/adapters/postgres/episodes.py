@@ -1,0 +1,115 @@
+"""Episodes in PostgreSQL (table ``episodes``; unique per project and event id)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from memory_engine import ids
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.errors import NotFound
+from memory_engine.ports.embedder import Vector
+from memory_engine.ports.episodes import Episode, EpisodeHit, NewEpisode
+
+_COLUMNS = (
+    "id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at, transcript, messages, created_at,"
+    " embedding IS NOT NULL AS has_embedding"
+)
+
+
+def _episode(row: dict[str, Any]) -> Episode:
+    return Episode(
+        id=row["id"], project_id=row["project_id"], memory_id=row["memory_id"],
+        conversation_id=row["conversation_id"], turn_id=row["turn_id"], event_id=row["event_id"],
+        occurred_at=row["occurred_at"], transcript=row["transcript"], messages=list(row["messages"] or []),
+        created_at=row["created_at"], has_embedding=bool(row["has_embedding"]),
+    )
+
+
+class PostgresEpisodeRepository:
+    """Implements :class:`memory_engine.ports.episodes.EpisodeRepository`."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def store(self, episode: NewEpisode, embedding: Vector | None) -> tuple[Episode, bool]:
+        """Raises NotFound when the memory is not in the project."""
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"""
+                INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
+                                      transcript, messages, embedding)
+                SELECT %(id)s, %(project_id)s, m.id, %(conversation_id)s, %(turn_id)s, %(event_id)s,
+                       %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s
+                  FROM memories m WHERE m.id = %(memory_id)s AND m.project_id = %(project_id)s
+                ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING
+                RETURNING {_COLUMNS}
+                """,
+                {
+                    "id": ids.new_id(ids.EPISODE), "project_id": episode.project_id, "memory_id": episode.memory_id,
+                    "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
+                    "event_id": episode.event_id, "occurred_at": episode.occurred_at,
+                    "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
+                },
+            ).fetchone()
+            if row is not None:
+                return _episode(row), True
+            existing = conn.execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND event_id = %s",
+                (episode.project_id, episode.event_id),
+            ).fetchone()
+        if existing is None:
+            raise NotFound(f"memory {episode.memory_id} not found")
+        return _episode(existing), False
+
+    def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None:
+        with self._db.connection() as conn:
+            conn.execute(
+                "UPDATE episodes SET embedding = %s WHERE project_id = %s AND id = %s", (embedding, project_id, episode_id)
+            )
+
+    def get(self, project_id: str, episode_id: str) -> Episode | None:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND id = %s", (project_id, episode_id)
+            ).fetchone()
+        return _episode(row) if row else None
+
+    def get_by_event(self, project_id: str, event_id: str) -> Episode | None:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND event_id = %s", (project_id, event_id)
+            ).fetchone()
+        return _episode(row) if row else None
+
+    def list_for_conversation(self, project_id: str, conversation_id: str) -> list[Episode]:
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND conversation_id = %s"
+                " ORDER BY occurred_at, created_at, id",
+                (project_id, conversation_id),
+            ).fetchall()
+        return [_episode(row) for row in rows]
+
+    def search_similar(
+        self, project_id: str, embedding: Vector, *, memory_ids: Sequence[str] | None = None, limit: int = 10
+    ) -> list[EpisodeHit]:
+        with self._db.connection() as conn:
+            # filtered HNSW scans keep searching until `limit` rows pass the filter (pgvector >= 0.8)
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = conn.execute(
+                f"""
+                SELECT {_COLUMNS}, 1 - (embedding <=> %(q)s) AS similarity
+                  FROM episodes
+                 WHERE project_id = %(p)s AND embedding IS NOT NULL
+                   AND (%(m)s::text[] IS NULL OR memory_id = ANY(%(m)s::text[]))
+                 ORDER BY embedding <=> %(q)s
+                 LIMIT %(limit)s
+                """,
+                {"q": embedding, "p": project_id, "m": list(memory_ids) if memory_ids is not None else None, "limit": limit},
+            ).fetchall()
+        hits = [EpisodeHit(_episode(row), float(row["similarity"])) for row in rows]
+        hits.sort(key=lambda hit: hit.similarity, reverse=True)  # relaxed_order may return near-sorted rows
+        return hits

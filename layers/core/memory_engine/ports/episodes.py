@@ -1,0 +1,69 @@
+"""Repository port for episodes: the stored transcript of every completed turn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from memory_engine.ports.embedder import Vector
+
+
+@dataclass(frozen=True)
+class NewEpisode:
+    project_id: str
+    memory_id: str
+    conversation_id: str
+    turn_id: str
+    event_id: str
+    occurred_at: datetime
+    transcript: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Episode:
+    id: str
+    project_id: str
+    memory_id: str | None
+    conversation_id: str | None
+    turn_id: str | None
+    event_id: str | None
+    occurred_at: datetime | None
+    transcript: str
+    messages: list[dict[str, Any]]
+    created_at: datetime
+    has_embedding: bool = False
+
+
+@dataclass(frozen=True)
+class EpisodeHit:
+    episode: Episode
+    similarity: float
+
+
+class EpisodeRepository(Protocol):
+    """Episodes are unique per (project, event id): storing the same event twice stores one row.
+
+    Every method is scoped by ``project_id``. Methods raise
+    :class:`memory_engine.errors.DatabaseError` when the database fails.
+    """
+
+    def store(self, episode: NewEpisode, embedding: Vector | None) -> tuple[Episode, bool]:
+        """Insert the episode unless this event's episode exists; returns (episode, created)."""
+        ...
+
+    def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None: ...
+
+    def get(self, project_id: str, episode_id: str) -> Episode | None: ...
+
+    def get_by_event(self, project_id: str, event_id: str) -> Episode | None: ...
+
+    def list_for_conversation(self, project_id: str, conversation_id: str) -> list[Episode]: ...
+
+    def search_similar(
+        self, project_id: str, embedding: Vector, *, memory_ids: Sequence[str] | None = None, limit: int = 10
+    ) -> list[EpisodeHit]:
+        """Episodes by cosine similarity to ``embedding`` (most similar first)."""
+        ...
