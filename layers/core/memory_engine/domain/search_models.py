@@ -148,7 +148,8 @@ class SearchResponse(BaseModel):
     def to_body(self) -> dict[str, Any]:
         """The wire shape: optional keys are present only when they apply."""
         return self.model_dump(mode="json", exclude_none=True, exclude={"results"}) | {
-            "results": [r.model_dump(mode="json", exclude={"raw"} if r.raw is None else None) for r in self.results]
+            "results": [r.model_dump(mode="json", exclude={"raw"} if getattr(r, "raw", None) is None else None)
+                        for r in self.results]
         }
 
 
