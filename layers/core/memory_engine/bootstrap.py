@@ -140,6 +140,57 @@ class Container:
         return PostgresKnowledgeIndex(self.database)
 
     # --- document ingestion (issue 5): add cached_properties below this line ---
+    @cached_property
+    def documents(self) -> Any:
+        from memory_engine.adapters.postgres.documents import PostgresDocumentRepository
+
+        return PostgresDocumentRepository(self.database)
+
+    @cached_property
+    def blob_store(self) -> Any:
+        """The documents bucket on AWS (DOCUMENTS_BUCKET); $MEMORY_ENGINE_HOME/blobs locally."""
+        from memory_engine.settings import Runtime
+
+        if self.settings.runtime is Runtime.AWS or self.settings.documents_bucket:
+            from memory_engine.adapters.s3.blob_store import S3BlobStore
+
+            if not self.settings.documents_bucket:
+                raise ConfigurationError("DOCUMENTS_BUCKET is not set")
+            return S3BlobStore(self.boto_client("s3"), self.settings.documents_bucket)
+        from memory_engine.adapters.local.blob_store import LocalBlobStore
+
+        return LocalBlobStore(self.settings.home / "blobs")
+
+    @cached_property
+    def ingestion_ports(self) -> Any:
+        from memory_engine.adapters.extractors import native_extractors
+        from memory_engine.adapters.extractors.http_converter import HttpConverter
+        from memory_engine.services.ingestion.steps import IngestionPorts
+
+        return IngestionPorts(
+            documents=self.documents, blobs=self.blob_store, embedder=self.embedder, projects=self.projects,
+            extractors=native_extractors(), converter=HttpConverter(),
+        )
+
+    @cached_property
+    def pipeline_runner(self) -> Any:
+        """The in-process runner of the ingestion pipeline (local shape, tests, bench)."""
+        from memory_engine.adapters.local.pipeline import invoke_ingestion_handler
+        from memory_engine.services.ingestion.runner import PipelineRunner
+
+        return PipelineRunner(invoke=invoke_ingestion_handler)
+
+    @cached_property
+    def pipeline_starter(self) -> Any:
+        """Step Functions when INGESTION_STATE_MACHINE_ARN is set; else the local runner in a thread."""
+        if self.settings.state_machine_arn:
+            from memory_engine.adapters.stepfunctions.starter import StepFunctionsPipelineStarter
+
+            return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn)
+        from memory_engine.services.ingestion.runner import LocalPipelineStarter
+
+        return LocalPipelineStarter(self.pipeline_runner)
+
 
     # --- fact extraction (issue 6): add cached_properties below this line ---
     @cached_property

@@ -1,0 +1,15 @@
+"""Native extractors (pypdf, text) and the HTTP converter used by ingestion rules."""
+
+from __future__ import annotations
+
+from memory_engine.ports.extractors import Extractor
+
+
+def native_extractors() -> dict[str, Extractor]:
+    """content type -> extractor, for the types the engine reads itself."""
+    from memory_engine.adapters.extractors.pdf import PypdfExtractor
+    from memory_engine.adapters.extractors.text import TextExtractor
+    from memory_engine.domain import content_types as ct
+
+    text = TextExtractor()
+    return {ct.PDF: PypdfExtractor(), ct.TEXT: text, ct.MARKDOWN: text}

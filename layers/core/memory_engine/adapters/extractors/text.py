@@ -1,0 +1,31 @@
+"""text/plain and text/markdown: one page, decoded as UTF-8 (BOM aware), falling back to
+cp1252/latin-1 only when the bytes are not UTF-8."""
+
+from __future__ import annotations
+
+from memory_engine.domain.chunking import normalize_text
+from memory_engine.domain.documents import Page
+from memory_engine.domain.ingestion_errors import DocumentUnreadable
+
+
+def decode_text(data: bytes, *, name: str) -> str:
+    if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DocumentUnreadable(
+            f"{name} looks like a binary file, not text; upload it with its real content type "
+            "(or add an ingestion rule with a converter for that type)"
+        )
+    for encoding in ("utf-8-sig", "utf-16") if data.startswith((b"\xff\xfe", b"\xfe\xff")) else ("utf-8-sig",):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+class TextExtractor:
+    def extract(self, data: bytes, *, name: str) -> list[Page]:
+        text = normalize_text(decode_text(data, name=name))
+        return [Page(number=None, text=text)] if text else []

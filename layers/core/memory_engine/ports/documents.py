@@ -1,0 +1,106 @@
+"""The document repository port (documents, their chunks, ingestion rules)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from memory_engine.domain.documents import Chunk, ChunkSettings, Document, DocumentStatus
+from memory_engine.ports.embedder import Vector
+
+
+@dataclass(frozen=True)
+class IngestionRule:
+    """Route a content-type glob to an HTTP converter that answers pages of text."""
+
+    id: str
+    project_id: str
+    content_type_glob: str
+    converter_url: str
+    native_extraction: str = "first"  # "first": try the native extractor, convert on failure; "skip"
+    chunk_settings: ChunkSettings | None = None
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """What is known about a document before its pipeline run."""
+
+    path: str
+    content_type: str | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+    source_bucket: str | None = None
+    source_key: str | None = None
+    title: str | None = None
+    tags: Sequence[str] = ()
+    metadata: dict[str, Any] | None = None
+    chunk_settings: ChunkSettings | None = None  # None: keep the row's (or the column default)
+
+
+@dataclass(frozen=True)
+class IngestDecision:
+    document: Document
+    started: bool  # False: same bytes already there (processing or ready): nothing to do
+    reason: str
+
+
+class DocumentRepository(Protocol):
+    """Every method is scoped by ``project_id``; another project's document is NotFound.
+    Raises :class:`memory_engine.errors.DatabaseError` when the database fails."""
+
+    def get(self, project_id: str, document_id: str) -> Document:
+        """Raises NotFound."""
+        ...
+
+    def find_by_path(self, project_id: str, path: str) -> Document | None: ...
+
+    def list(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
+             status: DocumentStatus | None = None, limit: int = 20,
+             cursor: str | None = None) -> tuple[list[Document], str | None]:
+        """Newest first; raises BadRequest for a malformed cursor."""
+        ...
+
+    def delete(self, project_id: str, document_id: str) -> Document:
+        """Deletes the row and its chunks; raises NotFound."""
+        ...
+
+    def prepare(self, project_id: str, new: NewDocument, *, default_settings: ChunkSettings) -> Document:
+        """Create the row as ``pending`` (or update title/tags/metadata/settings of an existing
+        one, leaving its status and chunks alone). Used before an upload."""
+        ...
+
+    def begin_ingest(self, project_id: str, new: NewDocument, *, default_settings: ChunkSettings,
+                     force: bool = False) -> IngestDecision:
+        """Atomically (row lock): unless ``force``, a row with the same sha256 that is
+        ``processing`` or ``ready`` is left alone (``started=False``). Otherwise the row is
+        created/updated with ``new``, ``ingest_generation`` is bumped past both generations,
+        counters reset and status set to ``processing``; the active chunks stay searchable."""
+        ...
+
+    def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings) -> Document:
+        """New chunk settings and a new generation, status ``processing``. Raises NotFound."""
+        ...
+
+    def set_progress(self, project_id: str, document_id: str, generation: int, *,
+                     total_pages: int | None = None, total_chunks: int | None = None) -> bool:
+        """False when ``generation`` is no longer the one being built (the run was superseded)."""
+        ...
+
+    def upsert_chunks(self, project_id: str, document_id: str, generation: int,
+                      chunks: Sequence[Chunk], vectors: Sequence[Vector | None]) -> int | None:
+        """Idempotent on (document, generation, chunk_index). Returns the generation's chunk
+        count (stored as ``indexed_chunks``), or None when the run was superseded."""
+        ...
+
+    def finalize(self, project_id: str, document_id: str, generation: int) -> bool:
+        """In one transaction: ``active_generation = generation``, other generations' chunks
+        deleted, status ``ready``. False (and nothing changed) when superseded."""
+        ...
+
+    def mark_failed(self, project_id: str, document_id: str, generation: int | None, error: str) -> bool:
+        """Status ``failed`` + error, unless a newer run owns the document (then False).
+        The active chunks stay (still searchable)."""
+        ...
+
+    def list_rules(self, project_id: str) -> list[IngestionRule]: ...

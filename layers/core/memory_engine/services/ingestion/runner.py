@@ -1,0 +1,162 @@
+"""The local pipeline runner: executes :data:`memory_engine.domain.pipeline.PIPELINE` in-process
+with the state machine's semantics.
+
+Same entry routing (S3 event -> Register; prepared DocumentRun -> Extract), same payloads
+between the same handlers, same Retry policies (error name = exception class name, exponential
+backoff), the embed Map with bounded concurrency, and any failure after retries handed to
+``mark_failed`` with ``failure: {Error, Cause}`` exactly as an ASL Catch would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_engine.domain.pipeline import (
+    CATCH_ALL,
+    FAILURE_FIELD,
+    FAILURE_HANDLER,
+    PIPELINE,
+    RetryPolicy,
+    Step,
+    entry_step,
+)
+
+logger = logging.getLogger(__name__)
+
+#: ``invoke(handler_attribute, payload) -> result payload`` (JSON-able dicts, as Lambda sees them).
+StepInvoker = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass
+class RunResult:
+    status: str  # "succeeded" | "unchanged" | "failed"
+    state: dict[str, Any]
+    error: str | None = None
+    seconds_by_step: dict[str, float] = field(default_factory=dict)
+
+
+def error_name(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+def _failure(exc: BaseException) -> dict[str, str]:
+    message = getattr(exc, "message", None) or str(exc)
+    return {"Error": error_name(exc), "Cause": json.dumps({"errorMessage": message, "errorType": error_name(exc)})}
+
+
+@dataclass
+class PipelineRunner:
+    """``run`` blocks until the run ends; it never raises for a step failure (that is a
+    ``failed`` result, recorded on the document by mark_failed)."""
+
+    invoke: StepInvoker
+    map_concurrency: int = 2
+    sleep: Callable[[float], None] = time.sleep
+    #: Multiplies every retry delay (1.0 = the ASL's own delays).
+    retry_delay_scale: float = 1.0
+
+    def run(self, payload: dict[str, Any]) -> RunResult:
+        state = dict(payload)
+        timings: dict[str, float] = {}
+        start = PIPELINE.index(entry_step(payload))
+        for step in PIPELINE[start:]:
+            began = time.perf_counter()
+            try:
+                if step.map is not None:
+                    self._run_map(step, state)
+                else:
+                    state = self._call(step, state)
+            except Exception as exc:
+                timings[step.name] = time.perf_counter() - began
+                logger.info("ingestion step %s failed: %s", step.name, exc)
+                result = self._call(FAILURE_HANDLER, {**state, FAILURE_FIELD: _failure(exc)})
+                return RunResult("failed", state, error=result.get("error") or str(exc), seconds_by_step=timings)
+            timings[step.name] = time.perf_counter() - began
+            if step.stop_when is not None and state.get(step.stop_when[0]):
+                return RunResult("unchanged", state, seconds_by_step=timings)
+        return RunResult("succeeded", state, seconds_by_step=timings)
+
+    def _call(self, step: Step, payload: dict[str, Any]) -> dict[str, Any]:
+        """One task with its Retry list: each policy counts its own attempts (ASL semantics)."""
+        attempts: dict[int, int] = {}
+        while True:
+            try:
+                return self.invoke(step.handler, payload)
+            except Exception as exc:
+                policy_index, policy = _matching(step.retry, error_name(exc))
+                if policy is None:
+                    raise
+                attempts[policy_index] = attempts.get(policy_index, 0) + 1
+                if attempts[policy_index] > policy.max_attempts:
+                    raise
+                delay = policy.delay(attempts[policy_index]) * self.retry_delay_scale
+                logger.info("retrying %s after %s in %.1fs (attempt %d)", step.name, error_name(exc), delay,
+                            attempts[policy_index])
+                self.sleep(delay)
+
+    def _run_map(self, step: Step, state: dict[str, Any]) -> None:
+        assert step.map is not None
+        spec = step.map
+        items = [
+            {**{name: state[name] for name in spec.carried_fields}, spec.item_field: value}
+            for value in state.get(spec.items_field) or []
+        ]
+        if not items:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, self.map_concurrency), thread_name_prefix="embed") as pool:
+            futures: list[Future[dict[str, Any]]] = [pool.submit(self._call, step, item) for item in items]
+            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in pending:
+                future.cancel()
+            for future in done:
+                error = future.exception()
+                if error is not None:
+                    raise error
+
+
+def _matching(policies: tuple[RetryPolicy, ...], name: str) -> tuple[int, RetryPolicy | None]:
+    for index, policy in enumerate(policies):
+        if name in policy.errors or CATCH_ALL in policy.errors:
+            return index, policy
+    return -1, None
+
+
+class LocalPipelineStarter:
+    """PipelineStarter for the local shape: runs are queued on background worker threads."""
+
+    def __init__(self, runner: PipelineRunner, *, workers: int = 1) -> None:
+        self._runner = runner
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest")
+        self._runs: dict[str, Future[RunResult]] = {}
+        self._lock = threading.Lock()
+        self._counter = 0
+
+    def start(self, payload: dict[str, Any], *, name: str | None = None) -> str:
+        with self._lock:
+            self._counter += 1
+            run_id = name or f"local-run-{self._counter}"
+            if name is not None and name in self._runs and not self._runs[name].done():
+                return run_id  # like StartExecution with the same name: one run
+            self._runs[run_id] = self._pool.submit(self._safe_run, payload)
+        return run_id
+
+    def _safe_run(self, payload: dict[str, Any]) -> RunResult:
+        try:
+            return self._runner.run(payload)
+        except Exception as exc:  # mark_failed itself failed: log, the worker must survive
+            logger.exception("local ingestion run crashed")
+            return RunResult("failed", payload, error=str(exc))
+
+    def result(self, run_id: str, timeout: float | None = None) -> RunResult:
+        """Wait for a run started here. Raises TimeoutError, KeyError."""
+        return self._runs[run_id].result(timeout=timeout)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

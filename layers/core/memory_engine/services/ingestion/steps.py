@@ -1,0 +1,304 @@
+"""The ingestion steps as service functions: register -> extract -> chunk -> embed_batch ->
+finalize, and mark_failed. Each takes its payload model and :class:`IngestionPorts` and returns
+the next payload. Lambda handlers (AWS) and the local runner call exactly these.
+
+Every step is idempotent: a retried or redelivered step rewrites the same work objects and
+upserts the same chunk keys. A run whose generation is no longer the document's
+``ingest_generation`` (superseded by a newer upload or re-ingest) turns into a no-op
+(``skip=True``) instead of touching the newer run's state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from urllib.parse import unquote_plus
+
+from memory_engine import constants as c
+from memory_engine.domain import content_types as ct
+from memory_engine.domain.chunking import chunk_pages
+from memory_engine.domain.documents import (
+    EMBED_BATCH_SIZE,
+    MAX_DOCUMENT_BYTES,
+    Chunk,
+    ChunkBatchRef,
+    ChunkSettings,
+    ChunkStrategy,
+    Document,
+    DocumentRun,
+    EmbedBatchInput,
+    EmbedBatchResult,
+    FailedRun,
+    MarkFailedResult,
+    Page,
+    S3ObjectCreatedDetail,
+    S3ObjectCreatedEvent,
+)
+from memory_engine.domain.ingestion_errors import (
+    DocumentGone,
+    DocumentUnreadable,
+    EncryptedPdf,
+    InvalidObjectKey,
+    NoTextLayer,
+    TooLarge,
+    UnsupportedContentType,
+)
+from memory_engine.domain.pipeline import CONTENT_ERRORS
+from memory_engine.errors import MemoryEngineError, NotFound
+from memory_engine.ports.blobs import BlobInfo, BlobStore
+from memory_engine.ports.documents import DocumentRepository, IngestionRule, NewDocument
+from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.extractors import Converter, Extractor
+from memory_engine.ports.projects import ProjectRepository
+
+logger = logging.getLogger(__name__)
+
+SUPERSEDED = "superseded by a newer ingestion of this document"
+FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
+
+
+@dataclass(frozen=True)
+class IngestionPorts:
+    documents: DocumentRepository
+    blobs: BlobStore
+    embedder: Embedder
+    projects: ProjectRepository
+    extractors: dict[str, Extractor]
+    converter: Converter
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``projects/<project_id>/<path>`` -> (project_id, "/<path>"). Raises InvalidObjectKey."""
+    rest = key[len(c.S3_PROJECT_PREFIX):] if key.startswith(c.S3_PROJECT_PREFIX) else None
+    project_id, _, path = (rest or "").partition("/")
+    if not project_id or not path.strip("/") or any(p in (".", "..") for p in path.split("/")):
+        raise InvalidObjectKey(
+            f"object key {key!r} is not of the form {c.S3_PROJECT_PREFIX}<project_id>/<path>; upload under that prefix"
+        )
+    return project_id, "/" + path.lstrip("/")
+
+
+def object_key(project_id: str, path: str) -> str:
+    return f"{c.S3_PROJECT_PREFIX}{project_id}/{path.lstrip('/')}"
+
+
+def work_prefix(document_id: str, generation: int | None = None) -> str:
+    base = f"{c.S3_WORK_PREFIX}{document_id}/"
+    return base if generation is None else f"{base}{generation}/"
+
+
+# --- register ---
+def register(event: S3ObjectCreatedEvent, ports: IngestionPorts) -> DocumentRun:
+    """S3 "Object Created" -> the document row in ``processing`` (created or updated) and the run.
+
+    Returns ``skip=True`` when the same bytes (sha256) at the same path are already ingested or
+    being ingested (a redelivered event, an unchanged re-upload). Raises InvalidObjectKey for a
+    key outside ``projects/<project_id>/`` or an unknown project, DocumentGone when the object
+    was deleted before the run started.
+    """
+    key, info = _locate(event.detail, ports.blobs)
+    project_id, path = split_key(key)
+    project = ports.projects.get_project(project_id)
+    if project is None or project.id != project_id:
+        raise InvalidObjectKey(f"object key {key!r} names project {project_id!r}, which does not exist")
+    if info is None:
+        raise DocumentGone(f"{path} was deleted before ingestion started; upload it again")
+    sha256 = None
+    if info.size <= MAX_DOCUMENT_BYTES:  # too large: extract fails it with TooLarge, no need to read it here
+        sha256 = hashlib.sha256(ports.blobs.get(key)).hexdigest()
+    declared = ct.normalize(info.content_type)
+    content_type = declared if declared not in ct.GENERIC else None
+    if content_type is None:  # the row may know it (declared at upload time); else the extension says
+        existing = ports.documents.find_by_path(project_id, path)
+        content_type = (existing.content_type if existing else None) or ct.resolve(path, None)
+    rule = _rule_for(ports.documents.list_rules(project_id), content_type)
+    defaults = rule.chunk_settings if rule and rule.chunk_settings else FILE_DEFAULTS
+    decision = ports.documents.begin_ingest(
+        project_id,
+        NewDocument(path=path, content_type=content_type, size_bytes=info.size, sha256=sha256,
+                    source_bucket=ports.blobs.bucket, source_key=key),
+        default_settings=defaults,
+    )
+    doc = decision.document
+    logger.info("register %s %s: %s", doc.id, path, decision.reason)
+    return DocumentRun(project_id=project_id, document_id=doc.id, generation=max(1, doc.ingest_generation),
+                       skip=not decision.started, reason=decision.reason)
+
+
+def _locate(detail: S3ObjectCreatedDetail, blobs: BlobStore) -> tuple[str, BlobInfo | None]:
+    """EventBridge delivers the key as S3 wrote it; some producers URL-encode it. Try both."""
+    key = detail.object.key
+    info = blobs.head(key)
+    if info is None and unquote_plus(key) != key:
+        decoded = unquote_plus(key)
+        decoded_info = blobs.head(decoded)
+        if decoded_info is not None:
+            return decoded, decoded_info
+    return key, info
+
+
+def _rule_for(rules: list[IngestionRule], content_type: str) -> IngestionRule | None:
+    return ct.most_specific(content_type, [(r.content_type_glob, r) for r in rules])
+
+
+# --- extract ---
+def _current(run: DocumentRun, ports: IngestionPorts) -> Document | None:
+    """The document if ``run`` still owns it; None when superseded. Raises DocumentGone."""
+    try:
+        doc = ports.documents.get(run.project_id, run.document_id)
+    except NotFound as exc:
+        raise DocumentGone(f"document {run.document_id} was deleted during ingestion; nothing to do") from exc
+    return doc if doc.ingest_generation == run.generation else None
+
+
+def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
+    """The object -> pages (one work object). Raises TooLarge, EncryptedPdf, NoTextLayer,
+    DocumentUnreadable, UnsupportedContentType, ConverterFailed, DocumentGone."""
+    if run.skip:
+        return run
+    doc = _current(run, ports)
+    if doc is None:
+        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+    if not doc.source_key:
+        raise DocumentGone(f"{doc.path} has no stored content; upload it again")
+    info = ports.blobs.head(doc.source_key)
+    if info is None:
+        raise DocumentGone(f"{doc.path} was deleted or moved during ingestion; upload it again")
+    if info.size > MAX_DOCUMENT_BYTES:
+        raise TooLarge(f"{doc.path} is {info.size / 1e6:.1f} MB; the limit is {MAX_DOCUMENT_BYTES / 1e6:.0f} MB: "
+                       "split it into smaller files")
+    try:
+        data = ports.blobs.get(doc.source_key)
+    except NotFound as exc:
+        raise DocumentGone(f"{doc.path} was deleted or moved during ingestion; upload it again") from exc
+    content_type = ct.resolve(doc.path, doc.content_type)
+    pages = extract_pages(data, content_type, doc.path, ports, _rule_for(ports.documents.list_rules(run.project_id),
+                                                                             content_type))
+    key = work_prefix(doc.id, run.generation) + "pages.json"
+    ports.blobs.put(key, json.dumps([p.model_dump() for p in pages], ensure_ascii=False).encode(),
+                    content_type="application/json")
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=len(pages))
+    return run.model_copy(update={"pages_key": key, "total_pages": len(pages)})
+
+
+def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPorts,
+                  rule: IngestionRule | None) -> list[Page]:
+    """Native extractor first (unless the rule says ``skip``); the rule's converter when the
+    native one cannot read the file or the type has no native extractor."""
+    native = ports.extractors.get(content_type)
+    if native is None and ct.is_textual(content_type):
+        native = ports.extractors.get(ct.TEXT)
+    if rule is not None and (native is None or rule.native_extraction == "skip"):
+        pages = ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name)
+    elif native is None:
+        raise UnsupportedContentType(
+            f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, markdown); "
+            f"add an ingestion rule mapping {content_type} to a converter that returns pages of text"
+        )
+    else:
+        try:
+            pages = native.extract(data, name=name)
+        except (EncryptedPdf, NoTextLayer, DocumentUnreadable):
+            if rule is None:
+                raise
+            pages = ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name)
+    if not any(p.text.strip() for p in pages):
+        raise NoTextLayer(f"{name} contains no text; upload a file with text, or add an ingestion rule "
+                          f"with a converter (e.g. OCR) for {content_type}")
+    return pages
+
+
+# --- chunk ---
+def chunk(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
+    """Pages -> chunks under the document's chunk settings, written as batch objects."""
+    if run.skip:
+        return run
+    doc = _current(run, ports)
+    if doc is None:
+        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+    if not run.pages_key:
+        raise DocumentUnreadable("internal: the chunk step got no extracted pages; re-ingest the document")
+    pages = [Page.model_validate(p) for p in json.loads(ports.blobs.get(run.pages_key))]
+    chunks = chunk_pages(pages, doc.chunk_settings)
+    if not chunks:
+        raise NoTextLayer(f"{doc.path} contains no text to index; upload a file with text")
+    batches: list[ChunkBatchRef] = []
+    prefix = work_prefix(doc.id, run.generation)
+    for index, start in enumerate(range(0, len(chunks), EMBED_BATCH_SIZE)):
+        part = chunks[start:start + EMBED_BATCH_SIZE]
+        key = f"{prefix}batch-{index:05d}.json"
+        ports.blobs.put(key, json.dumps([ch.model_dump() for ch in part], ensure_ascii=False).encode(),
+                        content_type="application/json")
+        batches.append(ChunkBatchRef(index=index, key=key, first_chunk_index=start, count=len(part)))
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=len(chunks))
+    return run.model_copy(update={"batches": batches, "total_chunks": len(chunks)})
+
+
+# --- embed ---
+def embed_batch(item: EmbedBatchInput, ports: IngestionPorts) -> EmbedBatchResult:
+    """Embed one batch and upsert it keyed by (document, generation, chunk_index): running it
+    twice stores the same rows once. Raises EmbeddingThrottled/EmbeddingError (retried by the
+    pipeline) and DatabaseError."""
+    chunks = [Chunk.model_validate(ch) for ch in json.loads(ports.blobs.get(item.batch.key))]
+    vectors = ports.embedder.embed_documents([ch.content for ch in chunks])
+    count = ports.documents.upsert_chunks(item.project_id, item.document_id, item.generation, chunks, vectors)
+    return EmbedBatchResult(document_id=item.document_id, batch_index=item.batch.index, indexed_chunks=count or 0)
+
+
+# --- finalize ---
+def finalize(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
+    """Make the new chunk set the searchable one (and drop the old one) atomically; ``ready``."""
+    if run.skip:
+        return run
+    if not ports.documents.finalize(run.project_id, run.document_id, run.generation):
+        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+    _cleanup(ports.blobs, run.document_id, run.generation)
+    return run
+
+
+def _cleanup(blobs: BlobStore, document_id: str, generation: int | None) -> None:
+    try:
+        blobs.delete_prefix(work_prefix(document_id, generation))
+    except MemoryEngineError:
+        logger.warning("could not delete work objects of %s/%s", document_id, generation, exc_info=True)
+
+
+# --- mark_failed ---
+def failure_message(error: str, message: str) -> str:
+    """The document's ``error``: named content failures verbatim, anything else with a next step."""
+    if error in CONTENT_ERRORS:
+        return message
+    if error == "States.Timeout":
+        return ("ingestion timed out; retry with POST /v1/documents/{id}/ingest, or split the file if it is very large")
+    if error in ("EmbeddingThrottled", "EmbeddingError"):
+        return f"the embedding model failed after retries ({message}); retry with POST /v1/documents/{{id}}/ingest"
+    return (f"ingestion failed unexpectedly ({error}: {message}); retry with POST /v1/documents/{{id}}/ingest "
+            "and report it if it persists")
+
+
+def mark_failed(failed: FailedRun, ports: IngestionPorts) -> MarkFailedResult:
+    """Status ``failed`` + a human-readable error. Works from a DocumentRun (document known) or
+    from the raw S3 event (Register failed). Never raises for a document that is gone."""
+    document_id, project_id, generation = failed.document_id, failed.project_id, failed.generation
+    if document_id is None and failed.detail is not None:
+        for key in dict.fromkeys((failed.detail.object.key, unquote_plus(failed.detail.object.key))):
+            try:
+                project_id, path = split_key(key)
+            except InvalidObjectKey:
+                continue
+            found = ports.documents.find_by_path(project_id, path)
+            if found is not None:
+                document_id = found.id
+                break
+    message = failure_message(failed.failure.Error, failed.failure.message)
+    if document_id is not None:
+        message = message.replace("{id}", document_id)
+    if document_id is None or project_id is None:
+        logger.warning("ingestion failed before a document existed: %s", message)
+        return MarkFailedResult(document_id=None, marked=False, error=message)
+    marked = ports.documents.mark_failed(project_id, document_id, generation, message)
+    if generation is not None:
+        _cleanup(ports.blobs, document_id, generation)
+    return MarkFailedResult(document_id=document_id, marked=marked, error=message)
