@@ -1,0 +1,49 @@
+"""Fakes and helpers for the memories / write-funnel tests (fakes subclass the ports)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from memory_engine.errors import ChatModelError, EmbeddingError
+from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.embedder import Embedder, EmbeddingKind
+
+
+class ScriptedChat(ChatModel):
+    """Answers with ``reply`` (a string, an exception to raise, or a callable run first)."""
+
+    model_id = "scripted"
+
+    def __init__(self) -> None:
+        self.reply: str | BaseException = ChatModelError("no reply scripted")
+        self.before_reply: Callable[[], None] | None = None
+        self.calls: list[dict[str, object]] = []
+
+    def script(self, reply: str | BaseException, before_reply: Callable[[], None] | None = None) -> None:
+        self.reply, self.before_reply, self.calls = reply, before_reply, []
+
+    def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str | None = None,
+        model: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 30.0,
+    ) -> str:
+        self.calls.append({"messages": messages, "system": system, "model": model, "timeout": timeout})
+        if self.before_reply is not None:
+            self.before_reply()
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return self.reply
+
+
+class FailingEmbedder(Embedder):
+    """An embedding model that is down."""
+
+    dimensions = 384
+    model_id = "failing"
+
+    def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
+        raise EmbeddingError("embedding model unavailable (test)")
