@@ -1,0 +1,1 @@
+"""CDK constructs of memory-engine (AWS): one module per concern."""

@@ -1,0 +1,179 @@
+"""Document ingestion: the bucket, the S3 -> EventBridge -> Step Functions rule, the task functions.
+
+The state machine definition is NOT written here: it is the one pipeline definition of the code
+(``memory_engine.domain.pipeline.build_asl``), with the Lambda ARNs substituted for its
+``${XxxFunctionArn}`` placeholders. One Lambda per pipeline step, each with only the S3 prefixes it uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from memory_engine import constants as c
+from memory_engine_infra.config import DeploymentConfig
+from memory_engine_infra.database import Database
+from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec, grant_bedrock
+
+PROJECTS = f"{c.S3_PROJECT_PREFIX}*"
+WORK = f"{c.S3_WORK_PREFIX}*"
+
+
+@dataclass(frozen=True)
+class StepAccess:
+    """Sizing and S3 access of one pipeline step (``handler`` attribute of functions/ingestion)."""
+
+    timeout: Duration
+    memory_size: int = 1024
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
+    embeds: bool = False
+
+
+STEP_ACCESS: dict[str, StepAccess] = {
+    "register": StepAccess(Duration.seconds(60), 512, read=(PROJECTS,)),
+    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS,), write=(WORK,)),
+    "chunk": StepAccess(Duration.minutes(3), 1024, read=(WORK,), write=(WORK,)),
+    "embed_batch": StepAccess(Duration.minutes(5), 1024, read=(WORK,), embeds=True),
+    "finalize": StepAccess(Duration.seconds(120), 512, read=(WORK,), delete=(WORK,)),
+    "mark_failed": StepAccess(Duration.seconds(60), 512, delete=(WORK,)),
+}
+DEFAULT_STEP_ACCESS = StepAccess(Duration.minutes(5), 1024, read=(PROJECTS, WORK), write=(WORK,))
+#: The Map over embed batches bounds Bedrock + database load; this caps the embed function itself.
+EMBED_RESERVED_CONCURRENCY = 20
+
+
+def _pipeline() -> tuple[dict[str, str], Callable[..., dict[str, Any]]]:
+    from memory_engine.domain import pipeline  # the one definition, shared with the local runner
+
+    return pipeline.STEP_FUNCTION_NAMES, pipeline.build_asl
+
+
+class Ingestion(Construct):
+    """Bucket, task functions, state machine and the EventBridge rule that starts it."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeploymentConfig, database: Database,
+        functions: FunctionFactory,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        access_logs = s3.Bucket(
+            self, "AccessLogs",
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.bucket = s3.Bucket(
+            self, "Documents",
+            event_bridge_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            versioned=False,
+            server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="documents/",
+            lifecycle_rules=[
+                s3.LifecycleRule(id="work-files", prefix=c.S3_WORK_PREFIX, expiration=Duration.days(7)),
+                s3.LifecycleRule(id="abort-multipart", abort_incomplete_multipart_upload_after=Duration.days(1)),
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        step_names, build_asl = _pipeline()
+        self.functions: dict[str, lambda_.Function] = {}
+        substitutions: dict[str, str] = {}
+        for placeholder, handler in step_names.items():
+            spec = STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS)
+            name = "".join(part.title() for part in handler.split("_"))
+            function = functions.create(
+                self, f"{name}Function",
+                FunctionSpec(
+                    area="ingestion", handler=handler, service=f"ingestion-{handler.replace('_', '-')}",
+                    timeout=spec.timeout, memory_size=spec.memory_size,
+                    reserved_concurrency=EMBED_RESERVED_CONCURRENCY if spec.embeds else None,
+                    description=f"memory-engine ingestion step {handler}",
+                ),
+                environment={c.ENV_DOCUMENTS_BUCKET: self.bucket.bucket_name},
+            )
+            self._grant_objects(function, "s3:GetObject", spec.read)
+            self._grant_objects(function, "s3:PutObject", spec.write)
+            self._grant_objects(function, "s3:DeleteObject", spec.delete)
+            if spec.embeds:
+                grant_bedrock(self, function, config.embedding_model)
+            database.connect_as_app(function)
+            self.functions[handler] = function
+            substitutions[placeholder] = function.function_arn
+
+        asl = build_asl(map_max_concurrency=config.map_max_concurrency)
+        self.state_machine = sfn.StateMachine(
+            self, "Pipeline",
+            definition_body=sfn.DefinitionBody.from_string(json.dumps(asl)),
+            definition_substitutions=substitutions,
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            timeout=Duration.hours(2),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=logs.LogGroup(
+                    self, "PipelineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+                ),
+                level=sfn.LogLevel.ALL,
+                include_execution_data=False,  # payloads carry document text
+            ),
+        )
+        for function in self.functions.values():
+            function.grant_invoke(self.state_machine)
+
+        # S3 -> EventBridge (default bus) -> state machine; the execution input is the event itself.
+        self.rule_dead_letters = sqs.Queue(
+            self, "RuleDeadLetters", retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+        )
+        self.object_created_rule = events.Rule(
+            self, "ObjectCreated",
+            description="documents uploaded under projects/ start the ingestion state machine",
+            event_pattern=events.EventPattern(
+                source=["aws.s3"],
+                detail_type=["Object Created"],
+                detail={
+                    "bucket": {"name": [self.bucket.bucket_name]},
+                    "object": {"key": [{"prefix": c.S3_PROJECT_PREFIX}]},
+                },
+            ),
+            targets=[targets.SfnStateMachine(
+                self.state_machine, dead_letter_queue=self.rule_dead_letters, retry_attempts=8,
+                max_event_age=Duration.hours(24),
+            )],
+        )
+
+    def grant_api(self, function: lambda_.Function) -> None:
+        """What the API function needs: presign uploads / write text documents under projects/,
+        delete documents, and start (re-)ingestion runs."""
+        for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
+            self._grant_objects(function, action, (PROJECTS,))
+        self.state_machine.grant_start_execution(function)
+        function.add_environment(c.ENV_DOCUMENTS_BUCKET, self.bucket.bucket_name)
+        function.add_environment(c.ENV_STATE_MACHINE_ARN, self.state_machine.state_machine_arn)
+
+    def _grant_objects(self, function: lambda_.Function, action: str, prefixes: tuple[str, ...]) -> None:
+        """One object-level action on key prefixes (no bucket-level or wildcard actions)."""
+        if prefixes:
+            function.add_to_role_policy(iam.PolicyStatement(
+                actions=[action], resources=[self.bucket.arn_for_objects(prefix) for prefix in prefixes]
+            ))
