@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
 
 from memory_engine.domain.cursor import Cursor
@@ -110,11 +109,17 @@ class EntryRepository(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class MissingEmbedding:
-    """A row stored without a vector (``table`` is one of the repairable tables)."""
+#: Tables whose rows may be stored without a vector (embedding is best-effort) and can be repaired.
+REPAIRABLE_TABLES = ("memory_entries", "entities", "episodes", "document_chunks")
 
-    table: str
-    id: str
-    text: str
-    created_at: datetime
+
+class EmbeddingRepairRepository(Protocol):
+    """Finds rows stored without a vector and stores repaired vectors (all projects: an operator tool)."""
+
+    def count_missing(self, table: str) -> int: ...
+    def missing(self, table: str, *, after_id: str | None, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(id, text to embed)`` pairs with ``id > after_id``, by id."""
+        ...
+    def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
+        """Sets the vectors of rows still missing one; returns how many were set."""
+        ...
