@@ -1,17 +1,87 @@
-"""`memory-engine eval` (built by its issue)."""
+"""`memory-engine eval locomo|beir`: retrieval quality on real data, presets side by side.
+
+Runs in a throwaway embedded PostgreSQL (or ``--database-url``), with document/query vectors
+cached under ``$MEMORY_ENGINE_HOME/eval-cache`` so reruns skip the model.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import contextlib
+import logging
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+DEFAULT_DATA = Path("../shared/data")
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("eval", help="not available yet")
+    parser = sub.add_parser("eval", help="evaluate retrieval on LoCoMo or a BEIR dataset")
+    kinds = parser.add_subparsers(dest="dataset", required=True)
+    locomo = kinds.add_parser("locomo", help="LoCoMo conversations: recall@5/10 and MRR per category")
+    locomo.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo" / "locomo_dev5.json")
+    locomo.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
+    beir = kinds.add_parser("beir", help="a BEIR dataset (e.g. SciFact): nDCG@10, recall@10, MRR")
+    beir.add_argument("--data", type=Path, default=DEFAULT_DATA / "scifact")
+    beir.add_argument("--split", default="train")
+    beir.add_argument("--queries", type=int, default=None, help="only the first N judged queries")
+    beir.add_argument("--docs", type=int, default=None, help="judged documents plus fillers up to N")
+    for p in (locomo, beir):
+        p.add_argument("--database-url", default=None, help="use this PostgreSQL instead of a temporary one")
+        p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default $MEMORY_ENGINE_HOME/eval-cache)")
+        p.add_argument("-v", "--verbose", action="store_true")
     parser.set_defaults(func=run)
 
 
+@contextlib.contextmanager
+def eval_container(database_url: str | None, cache_dir: Path | None) -> Iterator[Any]:
+    from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+    from memory_engine.adapters.postgres.migrations import migrate
+    from memory_engine.bootstrap import Container, set_container
+    from memory_engine.evaluation.embedding_cache import DiskCachedEmbedder
+    from memory_engine.settings import Settings
+
+    settings = Settings()
+    with tempfile.TemporaryDirectory(prefix="memory-engine-eval-") as tmp:
+        server = None
+        if database_url is None:
+            server = EmbeddedPostgres(Path(tmp) / "pgdata")
+            server.start()
+            database_url = server.uri("postgres")
+        container = Container(settings.model_copy(update={"database_url": database_url}))
+        try:
+            embedder = DiskCachedEmbedder(container.embedder, cache_dir or settings.home / "eval-cache")
+            container.__dict__["embedder"] = embedder
+            migrate(database_url, embedding_dim=embedder.dimensions)
+            set_container(container)
+            yield container
+        finally:
+            set_container(None)
+            container.close()
+            if server is not None:
+                server.stop()
+
+
 def run(args: argparse.Namespace) -> int:
-    print("error: `memory-engine eval` is not available yet", file=sys.stderr)
-    return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    started = time.perf_counter()
+    with eval_container(args.database_url, args.cache_dir) as container:
+        if args.dataset == "locomo":
+            from memory_engine.evaluation import locomo
+
+            conversations = locomo.load(args.data, max_conversations=args.conversations)
+            table = locomo.evaluate(container, conversations, max_questions=args.questions)
+            title = f"LoCoMo retrieval ({args.data.name}, {len(conversations)} conversations, categories 1-4)"
+        else:
+            from memory_engine.evaluation import beir
+
+            data = beir.load(args.data, split=args.split, max_queries=args.queries, max_docs=args.docs)
+            table = beir.evaluate(container, data)
+            title = f"BEIR {args.data.name} ({len(data.corpus)} docs, {len(data.queries)} {args.split} queries)"
+        print(table.render(title))
+        print(f"\nembedding model: {container.embedder.model_id}; took {time.perf_counter() - started:.0f} s")
+    return 0

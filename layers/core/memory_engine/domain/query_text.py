@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from memory_engine.domain.entities import normalize_entity_name
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 _WEBSEARCH_SYNTAX = re.compile(r'"|(^|\s)-\w|\s(or)\s', re.IGNORECASE)
 
@@ -13,8 +15,8 @@ MAX_CANDIDATES = 2_000
 
 
 def normalize_name(text: str) -> str:
-    """Entity-name normalization shared with the write path: lower case, single spaces, stripped."""
-    return " ".join(text.lower().split())
+    """Entity-name normalization shared with the write path (NFKC, lower case, single spaces)."""
+    return normalize_entity_name(text)
 
 
 def name_candidates(query: str, *, max_words: int = MAX_NAME_WORDS) -> list[str]:

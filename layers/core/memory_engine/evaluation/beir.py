@@ -1,0 +1,93 @@
+"""BEIR SciFact: the corpus as ``whole`` documents, ``qrels/<split>.tsv`` as judgements."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory_engine.bootstrap import Container
+from memory_engine.domain.search_config import PRESETS, SearchConfig
+from memory_engine.domain.search_models import SearchRequest
+from memory_engine.evaluation.documents import DocumentText, insert_whole_documents
+from memory_engine.evaluation.metrics import MetricTable, ndcg_at_k, recall_at_k, reciprocal_rank
+from memory_engine.services.search_knowledge import search_knowledge
+
+logger = logging.getLogger(__name__)
+
+ROWS = ("vector_only", "keyword_only", "hybrid")
+PATH_PREFIX = "/beir/"
+
+
+@dataclass(frozen=True)
+class BeirData:
+    corpus: dict[str, DocumentText]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, float]]
+
+
+def load(root: Path, *, split: str = "train", max_queries: int | None = None, max_docs: int | None = None) -> BeirData:
+    """Read corpus/queries/qrels. With ``max_docs``, keep every judged document of the kept
+    queries and fill up to ``max_docs`` with the first other documents (a small but fair pool)."""
+    qrels: dict[str, dict[str, float]] = {}
+    with (root / "qrels" / f"{split}.tsv").open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if float(row["score"]) > 0:
+                qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = float(row["score"])
+    queries = {}
+    for line in (root / "queries.jsonl").open(encoding="utf-8"):
+        item = json.loads(line)
+        if item["_id"] in qrels:
+            queries[item["_id"]] = item["text"]
+    keep = list(queries)[:max_queries]
+    queries = {q: queries[q] for q in keep}
+    qrels = {q: qrels[q] for q in keep}
+    judged = {doc for rel in qrels.values() for doc in rel}
+    corpus: dict[str, DocumentText] = {}
+    for line in (root / "corpus.jsonl").open(encoding="utf-8"):
+        item = json.loads(line)
+        doc_id = str(item["_id"])
+        title = str(item.get("title") or "").strip()
+        text = str(item.get("text") or "").strip()
+        content = f"{title}. {text}" if title else text
+        corpus[doc_id] = DocumentText(path=PATH_PREFIX + doc_id, content=content, title=title or None,
+                                      metadata={"beir_id": doc_id})
+    if max_docs is not None:  # every judged document of the kept queries, then the first others
+        chosen = [d for d in corpus if d in judged]
+        chosen += [d for d in corpus if d not in judged][: max(0, max_docs - len(chosen))]
+        corpus = {d: corpus[d] for d in chosen}
+    return BeirData(corpus, queries, qrels)
+
+
+def seed(container: Container, project_id: str, data: BeirData) -> None:
+    docs = list(data.corpus.values())
+    vectors = container.embedder.embed_documents([d.content for d in docs])
+    insert_whole_documents(container.database, project_id, docs, vectors)
+
+
+def evaluate(
+    container: Container, data: BeirData, *, rows: Sequence[str] = ROWS,
+    configs: dict[str, SearchConfig] | None = None, project: str = "eval-beir",
+) -> MetricTable:
+    """Seed the corpus, run every query under every config; nDCG@10, recall@10, MRR."""
+    configs = configs or PRESETS
+    project_id = container.projects.get_or_create_project(project).id
+    seed(container, project_id, data)
+    table = MetricTable(("nDCG@10", "R@10", "MRR"))
+    for row in rows:
+        for query_id, text in data.queries.items():
+            request = SearchRequest(query=text, document_paths=[PATH_PREFIX], limit=10)
+            response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
+                                        request=request, config=configs[row])
+            ranked = [frozenset({r.path.removeprefix(PATH_PREFIX)}) for r in response.results if hasattr(r, "path")]
+            gains = data.qrels[query_id]
+            relevant = frozenset(gains)
+            table.add(row, ("overall",), **{
+                "nDCG@10": ndcg_at_k(ranked, gains, 10),
+                "R@10": recall_at_k(ranked, relevant, 10),
+                "MRR": reciprocal_rank(ranked, relevant),
+            })
+    return table

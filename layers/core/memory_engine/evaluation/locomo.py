@@ -1,0 +1,138 @@
+"""LoCoMo: each conversation into its own memory (one entry per turn, through the write funnel),
+questions of categories 1-4 as queries, the evidence ``dia_id``s as the relevant entries."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memory_engine.bootstrap import Container
+from memory_engine.domain.search_config import PRESETS, SearchConfig
+from memory_engine.domain.search_models import SearchRequest
+from memory_engine.evaluation.metrics import MetricTable, reciprocal_rank, recall_at_k
+from memory_engine.services.search_knowledge import search_knowledge
+
+logger = logging.getLogger(__name__)
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+ROWS = ("vector_only", "keyword_only", "entity_only", "hybrid")
+_DIA = re.compile(r"D(\d+):(\d+)")
+_SESSION = re.compile(r"^session_(\d+)$")
+
+
+def parse_evidence(evidence: Sequence[Any]) -> frozenset[str]:
+    """Evidence ids, defensively: ``'D8:6; D9:17'`` gives two, ``'D'`` none, ``'D:11:26'`` none."""
+    found: set[str] = set()
+    for item in evidence:
+        for session, turn in _DIA.findall(str(item)):
+            found.add(f"D{int(session)}:{int(turn)}")
+    return frozenset(found)
+
+
+def parse_session_date(text: str | None) -> datetime | None:
+    """``'1:56 pm on 8 May, 2023'`` -> an aware datetime (UTC); None when unparseable."""
+    if not text:
+        return None
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    when: datetime | None
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+
+
+def load(path: Path, *, max_conversations: int | None = None) -> list[Conversation]:
+    samples = json.loads(path.read_text("utf-8"))
+    out = []
+    for sample in samples[:max_conversations]:
+        conv = sample["conversation"]
+        turns = []
+        sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.match(key)))
+        for number, key in sessions:
+            when = parse_session_date(conv.get(f"session_{number}_date_time"))
+            for turn in conv[key] or []:
+                text = str(turn.get("text") or "").strip()
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                ids = parse_evidence([turn.get("dia_id", "")])
+                if text and ids:
+                    turns.append(Turn(next(iter(ids)), str(turn.get("speaker") or "unknown"), text, when))
+        questions = [
+            Question(str(qa["question"]), int(qa["category"]), parse_evidence(qa.get("evidence") or []))
+            for qa in sample.get("qa", [])
+            if int(qa.get("category", 0)) in CATEGORIES
+        ]
+        out.append(Conversation(str(sample.get("sample_id", f"conv-{len(out)}")), turns, questions))
+    return out
+
+
+def seed(container: Container, project_id: str, conversation: Conversation) -> tuple[str, dict[str, frozenset[str]]]:
+    """Write one conversation through the funnel; returns (memory id, entry id -> dia ids)."""
+    from memory_engine.domain.entries import EntityRef, NewEntry
+
+    memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
+    labels: dict[str, set[str]] = {}
+    for turn in conversation.turns:
+        entry = NewEntry(
+            memory_id=memory.id, content=turn.text, subject=turn.speaker, entities=[EntityRef(name=turn.speaker, type="person")],
+            valid_from=turn.when, metadata={"dia_id": turn.dia_id}, source_type="manual",
+        )
+        # 1.0: only exact repeats are skipped; their dia_id then labels the surviving entry
+        result = container.write_entry(project_id=project_id, entry=entry, duplicate_threshold=1.0)
+        labels.setdefault(result.entry.id, set()).add(turn.dia_id)
+    return memory.id, {k: frozenset(v) for k, v in labels.items()}
+
+
+def evaluate(
+    container: Container, conversations: Sequence[Conversation], *, rows: Sequence[str] = ROWS,
+    configs: dict[str, SearchConfig] | None = None, max_questions: int | None = None, project: str = "eval-locomo",
+) -> MetricTable:
+    """Seed every conversation, run every question under every config; recall@5/10 and MRR."""
+    configs = configs or PRESETS
+    project_id = container.projects.get_or_create_project(project).id
+    table = MetricTable(("R@5", "R@10", "MRR"))
+    for conversation in conversations:
+        memory_id, labels = seed(container, project_id, conversation)
+        logger.info("seeded %s: %d turns -> %d entries", conversation.sample_id, len(conversation.turns), len(labels))
+        questions = [q for q in conversation.questions if q.evidence][:max_questions]
+        for row in rows:
+            for question in questions:
+                request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10)
+                response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
+                                            request=request, config=configs[row])
+                ranked = [labels.get(r.id, frozenset()) for r in response.results]
+                groups = (CATEGORIES[question.category], "overall")
+                table.add(row, groups, **{
+                    "R@5": recall_at_k(ranked, question.evidence, 5),
+                    "R@10": recall_at_k(ranked, question.evidence, 10),
+                    "MRR": reciprocal_rank(ranked, question.evidence),
+                })
+    return table
