@@ -1,0 +1,43 @@
+"""Infra tests: synthesize the CDK app ONCE per session (jsii starts Node; a synth takes ~15 s)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+INFRA_DIR = Path(__file__).resolve().parents[2] / "infra"
+if str(INFRA_DIR) not in sys.path:
+    sys.path.insert(0, str(INFRA_DIR))
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    template: dict[str, Any]
+    validation_report: dict[str, Any]
+
+    def resources(self, type_: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == type_}
+
+    def properties(self, logical_id: str) -> dict[str, Any]:
+        props: dict[str, Any] = self.template["Resources"][logical_id].get("Properties", {})
+        return props
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    from memory_engine_infra.app import STACK_NAME, build_app
+
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    # the placeholder dependency layer: tests must not depend on `make layer` having run
+    app = build_app({"layers_prebuilt": "false"}, outdir=str(outdir))
+    assembly = app.synth()  # raises when cdk-nag reports an unacknowledged error
+    template = assembly.get_stack_by_name(STACK_NAME).template
+    report = json.loads((outdir / "validation-report.json").read_text("utf-8"))
+    return Synthesized(template=template, validation_report=report)

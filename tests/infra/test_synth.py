@@ -1,0 +1,382 @@
+"""The synthesized CloudFormation template pins what matters: runtimes, timeouts, retries, DLQs,
+event patterns, the pipeline definition, least-privilege permissions, the database shape, cdk-nag.
+
+All tests share ONE synthesis (session fixture ``synthesized`` in tests/infra/conftest.py); keep
+every synth-based test in this module so pytest-xdist (--dist loadfile) synthesizes once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from memory_engine import constants as c
+from memory_engine.domain.pipeline import STEP_FUNCTION_NAMES
+from tests.infra.conftest import Synthesized
+
+OUR_FUNCTION_DESCRIPTION = re.compile(r"^memory-engine")
+
+
+def functions_by_handler(s: Synthesized) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{"<code area>/<handler>": (logical id, properties)}`` for the project's own functions."""
+    found = {}
+    for logical_id, resource in s.resources("AWS::Lambda::Function").items():
+        props = resource["Properties"]
+        if not OUR_FUNCTION_DESCRIPTION.match(props.get("Description", "")):
+            continue
+        service = props["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+        found[f"{service}:{props['Handler']}"] = (logical_id, props)
+    return found
+
+
+def function(s: Synthesized, service: str, handler: str = "handler.lambda_handler") -> tuple[str, dict[str, Any]]:
+    return functions_by_handler(s)[f"memory-engine-{service}:{handler}"]
+
+
+def role_statements(s: Synthesized, function_logical_id: str) -> list[dict[str, Any]]:
+    """Every IAM statement attached to the function's execution role."""
+    role_ref = s.properties(function_logical_id)["Role"]["Fn::GetAtt"][0]
+    statements: list[dict[str, Any]] = []
+    for policy in s.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_ref} in policy["Properties"]["Roles"]:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    role = s.properties(role_ref)
+    assert not role.get("ManagedPolicyArns"), "function roles carry no AWS managed policies"
+    return statements
+
+
+def actions_of(statement: dict[str, Any]) -> list[str]:
+    actions = statement["Action"]
+    return [actions] if isinstance(actions, str) else list(actions)
+
+
+def resources_of(statement: dict[str, Any]) -> list[Any]:
+    resources = statement["Resource"]
+    return resources if isinstance(resources, list) else [resources]
+
+
+def granted(s: Synthesized, function_logical_id: str, action: str) -> list[Any]:
+    return [r for st in role_statements(s, function_logical_id) if action in actions_of(st) for r in resources_of(st)]
+
+
+# --- cdk-nag ---------------------------------------------------------------------------------------
+
+def test_cdk_nag_runs_and_reports_no_unacknowledged_finding(synthesized: Synthesized) -> None:
+    reports = {r["pluginName"]: r for r in synthesized.validation_report["pluginReports"]}
+    assert "AwsSolutions" in reports, "cdk-nag's AwsSolutions pack must be registered"
+    nag = reports["AwsSolutions"]
+    assert nag["conclusion"] == "success"
+    assert nag["violations"] == []
+    assert nag["suppressedViolations"], "the suppressions are visible in the report"
+
+
+def test_every_acknowledged_finding_says_specifically_why(synthesized: Synthesized) -> None:
+    for report in synthesized.validation_report["pluginReports"]:
+        for suppressed in report.get("suppressedViolations", []):
+            reason = suppressed["reason"]
+            assert len(reason) >= 50, (suppressed["acknowledgedId"], reason)
+            assert suppressed["acknowledgedAt"] != "MemoryEngine", "acknowledge on the construct, never stack-wide"
+
+
+def test_the_api_has_no_authorizer_because_the_functions_authenticate(synthesized: Synthesized) -> None:
+    nag = next(r for r in synthesized.validation_report["pluginReports"] if r["pluginName"] == "AwsSolutions")
+    reasons = {v["acknowledgedId"]: v["reason"] for v in nag["suppressedViolations"]}
+    assert "401" in reasons["AwsSolutions::AwsSolutions-APIG4"]
+    assert "hashed" in reasons["AwsSolutions::AwsSolutions-APIG4"]
+
+
+# --- functions ---------------------------------------------------------------------------------------
+
+def test_every_function_is_arm64_python312_traced_in_the_vpc_with_both_layers(synthesized: Synthesized) -> None:
+    functions = functions_by_handler(synthesized)
+    # api, search, extraction, migrations + one per pipeline step
+    assert len(functions) == 4 + len(STEP_FUNCTION_NAMES)
+    for name, (_, props) in functions.items():
+        assert props["Runtime"] == "python3.12", name
+        assert props["Architectures"] == ["arm64"], name
+        assert props["TracingConfig"] == {"Mode": "Active"}, name
+        assert len(props["Layers"]) == 2, name
+        assert props["VpcConfig"]["SubnetIds"], name
+        env = props["Environment"]["Variables"]
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "MemoryEngine"
+        assert env[c.ENV_RUNTIME] == "aws"
+        assert env[c.ENV_EMBEDDING_DIMENSIONS] == "1024"
+
+
+@pytest.mark.parametrize(
+    ("service", "handler", "timeout"),
+    [
+        ("api", "handler.lambda_handler", 29),  # HTTP API gives up after 30 s
+        ("search", "handler.lambda_handler", 29),
+        ("extraction", "handler.lambda_handler", 120),
+        ("ingestion-embed-batch", "handler.embed_batch", 300),
+        ("ingestion-extract", "handler.extract", 300),
+    ],
+)
+def test_timeouts(synthesized: Synthesized, service: str, handler: str, timeout: int) -> None:
+    _, props = function(synthesized, service, handler)
+    assert props["Timeout"] == timeout
+
+
+def test_database_facing_functions_have_reserved_concurrency(synthesized: Synthesized) -> None:
+    for service, handler in (("api", "handler.lambda_handler"), ("search", "handler.lambda_handler"),
+                             ("ingestion-embed-batch", "handler.embed_batch")):
+        assert function(synthesized, service, handler)[1]["ReservedConcurrentExecutions"] >= 1
+
+
+# --- extraction: bus -> rule -> queue (DLQ) -> consumer ----------------------------------------------
+
+def test_turn_completed_rule_on_the_custom_bus_targets_the_queue(synthesized: Synthesized) -> None:
+    rules = [r["Properties"] for r in synthesized.resources("AWS::Events::Rule").values()]
+    turn_rule = next(r for r in rules if r["EventPattern"].get("detail-type") == ["turn.completed"])
+    assert turn_rule["EventPattern"] == {"detail-type": [c.DETAIL_TYPE_TURN_COMPLETED]}
+    bus_id = next(iter(synthesized.resources("AWS::Events::EventBus")))
+    assert turn_rule["EventBusName"] == {"Ref": bus_id}
+    target = turn_rule["Targets"][0]
+    assert target["Arn"]["Fn::GetAtt"][1] == "Arn"
+    assert synthesized.template["Resources"][target["Arn"]["Fn::GetAtt"][0]]["Type"] == "AWS::SQS::Queue"
+    assert "DeadLetterConfig" in target
+
+
+def test_queue_has_dlq_and_visibility_of_six_consumer_timeouts(synthesized: Synthesized) -> None:
+    consumer_id, consumer = function(synthesized, "extraction")
+    queues = synthesized.resources("AWS::SQS::Queue")
+    with_redrive = {k: v["Properties"] for k, v in queues.items() if "RedrivePolicy" in v["Properties"]}
+    assert len(with_redrive) == 1
+    queue_id, queue = next(iter(with_redrive.items()))
+    assert queue["VisibilityTimeout"] >= 6 * consumer["Timeout"]
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
+    dlq_id = queue["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert queues[dlq_id]["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    # and an alarm watches the DLQ depth
+    alarms = [a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()]
+    assert any(a["MetricName"] == "ApproximateNumberOfMessagesVisible"
+               and a["Dimensions"][0]["Value"] == {"Fn::GetAtt": [dlq_id, "QueueName"]} for a in alarms)
+    # the consumer reads the queue with partial batch failures
+    (mapping,) = synthesized.resources("AWS::Lambda::EventSourceMapping").values()
+    props = mapping["Properties"]
+    assert props["FunctionName"] == {"Ref": consumer_id}
+    assert props["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_consumer_may_put_events_only_on_its_bus_and_no_other_function_may(synthesized: Synthesized) -> None:
+    bus_id = next(iter(synthesized.resources("AWS::Events::EventBus")))
+    for name, (logical_id, props) in functions_by_handler(synthesized).items():
+        resources = granted(synthesized, logical_id, "events:PutEvents")
+        if name.startswith("memory-engine-extraction:"):
+            assert resources == [{"Fn::GetAtt": [bus_id, "Arn"]}]
+            assert props["Environment"]["Variables"][c.ENV_EVENT_BUS_NAME] == {"Ref": bus_id}
+        else:
+            assert resources == [], name
+
+
+# --- ingestion: bucket -> EventBridge -> state machine -----------------------------------------------
+
+def test_bucket_sends_events_to_eventbridge_and_expires_work_files(synthesized: Synthesized) -> None:
+    (bucket_id,) = [k for k, v in synthesized.resources("AWS::S3::Bucket").items()
+                    if "LifecycleConfiguration" in v["Properties"] and "LoggingConfiguration" in v["Properties"]]
+    notifications = next(iter(synthesized.resources("Custom::S3BucketNotifications").values()))
+    assert notifications["Properties"]["BucketName"] == {"Ref": bucket_id}
+    assert notifications["Properties"]["NotificationConfiguration"] == {"EventBridgeConfiguration": {}}
+    props = synthesized.properties(bucket_id)
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    rules = props["LifecycleConfiguration"]["Rules"]
+    assert {"Id": "work-files", "Prefix": c.S3_WORK_PREFIX, "ExpirationInDays": 7, "Status": "Enabled"} in rules
+
+
+def test_object_created_under_projects_starts_the_state_machine(synthesized: Synthesized) -> None:
+    (bucket_id,) = [k for k, v in synthesized.resources("AWS::S3::Bucket").items()
+                    if "LifecycleConfiguration" in v["Properties"] and "LoggingConfiguration" in v["Properties"]]
+    (machine_id,) = synthesized.resources("AWS::StepFunctions::StateMachine")
+    rules = [r["Properties"] for r in synthesized.resources("AWS::Events::Rule").values()]
+    s3_rule = next(r for r in rules if r["EventPattern"].get("source") == ["aws.s3"])
+    assert s3_rule["EventPattern"] == {
+        "source": ["aws.s3"],
+        "detail-type": ["Object Created"],
+        "detail": {"bucket": {"name": [{"Ref": bucket_id}]}, "object": {"key": [{"prefix": "projects/"}]}},
+    }
+    assert "EventBusName" not in s3_rule  # S3 publishes to the default bus
+    target = s3_rule["Targets"][0]
+    assert target["Arn"] == {"Ref": machine_id}
+    assert "Input" not in target and "InputTransformer" not in target  # the execution input IS the event
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1 and "DeadLetterConfig" in target
+
+
+def test_state_machine_is_the_pipeline_definition_with_retry_and_catch(synthesized: Synthesized) -> None:
+    (machine,) = synthesized.resources("AWS::StepFunctions::StateMachine").values()
+    props = machine["Properties"]
+    definition = json.loads(props["DefinitionString"])
+    states = definition["States"]
+    for name in ("Register", "Extract", "Chunk", "EmbedBatches", "Finalize", "MarkFailed", "IngestionFailed"):
+        assert name in states
+    for name in ("Register", "Extract", "Chunk", "Finalize"):
+        assert states[name]["Retry"], name
+        assert states[name]["Catch"][0]["Next"] == "MarkFailed", name
+    embed = states["EmbedBatches"]
+    assert embed["Type"] == "Map" and embed["MaxConcurrency"] == 4
+    assert embed["Catch"][0]["Next"] == "MarkFailed"
+    inner = embed["ItemProcessor"]["States"]["EmbedBatch"]
+    assert any("EmbeddingThrottled" in r["ErrorEquals"] for r in inner["Retry"])
+    # every ${...FunctionArn} placeholder maps to the Lambda whose handler is that step's attribute
+    placeholders = set(re.findall(r"\$\{(\w+FunctionArn)\}", props["DefinitionString"]))
+    assert placeholders == set(STEP_FUNCTION_NAMES) == set(props["DefinitionSubstitutions"])
+    for placeholder, attribute in STEP_FUNCTION_NAMES.items():
+        logical_id = props["DefinitionSubstitutions"][placeholder]["Fn::GetAtt"][0]
+        assert synthesized.properties(logical_id)["Handler"] == f"handler.{attribute}"
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_state_machine_role_invokes_exactly_the_pipeline_functions(synthesized: Synthesized) -> None:
+    (machine,) = synthesized.resources("AWS::StepFunctions::StateMachine").values()
+    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    invoked: set[str] = set()
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} not in policy["Properties"]["Roles"]:
+            continue
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "lambda:InvokeFunction" in actions_of(st):
+                for r in resources_of(st):
+                    invoked.add(r["Fn::GetAtt"][0] if "Fn::GetAtt" in r else r["Fn::Join"][1][0]["Fn::GetAtt"][0])
+    expected = {ref["Fn::GetAtt"][0] for ref in machine["Properties"]["DefinitionSubstitutions"].values()}
+    assert invoked == expected
+
+
+def test_only_the_api_function_may_start_executions(synthesized: Synthesized) -> None:
+    (machine_id,) = synthesized.resources("AWS::StepFunctions::StateMachine")
+    for name, (logical_id, _) in functions_by_handler(synthesized).items():
+        resources = granted(synthesized, logical_id, "states:StartExecution")
+        assert resources == ([{"Ref": machine_id}] if name.startswith("memory-engine-api:") else []), name
+
+
+def test_pipeline_steps_touch_only_their_s3_prefixes(synthesized: Synthesized) -> None:
+    def prefixes(service: str, handler: str, action: str) -> set[str]:
+        found = set()
+        for resource in granted(synthesized, function(synthesized, service, handler)[0], action):
+            found.add(resource["Fn::Join"][1][-1])  # [<bucket arn>, "/_work/*"]
+        return found
+
+    assert prefixes("ingestion-register", "handler.register", "s3:GetObject") == {"/projects/*"}
+    assert prefixes("ingestion-register", "handler.register", "s3:PutObject") == set()
+    assert prefixes("ingestion-extract", "handler.extract", "s3:PutObject") == {"/_work/*"}
+    assert prefixes("ingestion-embed-batch", "handler.embed_batch", "s3:GetObject") == {"/_work/*"}
+    assert prefixes("search", "handler.lambda_handler", "s3:GetObject") == set()
+    for _, (logical_id, _) in functions_by_handler(synthesized).items():
+        for st in role_statements(synthesized, logical_id):
+            assert not any(a.startswith("s3:") and "*" in a for a in actions_of(st)), st
+
+
+# --- permissions: Bedrock, database ------------------------------------------------------------------
+
+def test_bedrock_is_granted_on_the_configured_models_only(synthesized: Synthesized) -> None:
+    for name, (logical_id, _) in functions_by_handler(synthesized).items():
+        for st in role_statements(synthesized, logical_id):
+            if any(a.startswith("bedrock:") for a in actions_of(st)):
+                assert actions_of(st) == ["bedrock:InvokeModel"], name
+                assert "*" not in resources_of(st), name
+    search_models = json.dumps(granted(synthesized, function(synthesized, "search")[0], "bedrock:InvokeModel"))
+    assert "amazon.titan-embed-text-v2:0" in search_models and "anthropic" not in search_models
+    consumer_models = json.dumps(granted(synthesized, function(synthesized, "extraction")[0], "bedrock:InvokeModel"))
+    assert "amazon.titan-embed-text-v2:0" in consumer_models and "anthropic.claude" in consumer_models
+    assert granted(synthesized, function(synthesized, "ingestion-chunk", "handler.chunk")[0], "bedrock:InvokeModel") == []
+
+
+def _connection_secret_user(s: Synthesized, function_props: dict[str, Any]) -> str:
+    secret_id = function_props["Environment"]["Variables"][c.ENV_DATABASE_SECRET_ARN]["Ref"]
+    secret_string = s.properties(secret_id)["SecretString"]
+    return json.dumps(secret_string)
+
+
+def test_search_connects_as_the_read_only_user_and_api_as_the_app_user(synthesized: Synthesized) -> None:
+    search_id, search = function(synthesized, "search")
+    api_id, api = function(synthesized, "api")
+    assert '\\"username\\":\\"memory_engine_search\\"' in _connection_secret_user(synthesized, search)
+    assert '\\"username\\":\\"memory_engine_app\\"' in _connection_secret_user(synthesized, api)
+    assert "password" not in _connection_secret_user(synthesized, search)  # IAM tokens, never a password
+    assert search["Environment"]["Variables"][c.ENV_DATABASE_IAM_AUTH] == "true"
+    search_connect = json.dumps(granted(synthesized, search_id, "rds-db:connect"))
+    assert search_connect.endswith('/memory_engine_search"]]}]') and "memory_engine_app" not in search_connect
+    assert "memory_engine_search" not in json.dumps(granted(synthesized, api_id, "rds-db:connect"))
+    assert granted(synthesized, search_id, "secretsmanager:GetSecretValue") == [
+        search["Environment"]["Variables"][c.ENV_DATABASE_SECRET_ARN]]
+
+
+def test_only_the_migrations_function_can_read_the_admin_password(synthesized: Synthesized) -> None:
+    (schema,) = synthesized.resources("Custom::MemoryEngineSchema").values()
+    admin_secret = schema["Properties"]["AdminSecretArn"]
+    readers = [name for name, (logical_id, _) in functions_by_handler(synthesized).items()
+               if admin_secret in granted(synthesized, logical_id, "secretsmanager:GetSecretValue")]
+    assert readers == ["memory-engine-migrations:handler.lambda_handler"]
+
+
+# --- database ------------------------------------------------------------------------------------------
+
+def test_aurora_serverless_v2_postgres16_with_iam_auth(synthesized: Synthesized) -> None:
+    (cluster,) = synthesized.resources("AWS::RDS::DBCluster").values()
+    props = cluster["Properties"]
+    assert props["Engine"] == "aurora-postgresql"
+    assert props["EngineVersion"].startswith("16.")
+    assert props["EnableIAMDatabaseAuthentication"] is True
+    assert props["StorageEncrypted"] is True
+    assert props["ServerlessV2ScalingConfiguration"]["MinCapacity"] >= 0.5
+    assert props["DeletionProtection"] is True
+    instances = [i["Properties"] for i in synthesized.resources("AWS::RDS::DBInstance").values()]
+    assert instances and all(i["DBInstanceClass"] == "db.serverless" for i in instances)
+    assert all(i["PubliclyAccessible"] is False for i in instances)
+
+
+def test_rds_proxy_requires_iam_auth_and_tls(synthesized: Synthesized) -> None:
+    (proxy,) = synthesized.resources("AWS::RDS::DBProxy").values()
+    props = proxy["Properties"]
+    assert props["RequireTLS"] is True
+    assert props["EngineFamily"] == "POSTGRESQL"
+    assert {a["IAMAuth"] for a in props["Auth"]} == {"REQUIRED"}
+    assert len(props["Auth"]) == 2  # the app and the search users
+
+
+def test_migrations_run_on_every_code_change(synthesized: Synthesized) -> None:
+    from memory_engine_infra.database import schema_code_hash
+
+    (schema,) = synthesized.resources("Custom::MemoryEngineSchema").values()
+    props = schema["Properties"]
+    assert props["CodeHash"] == schema_code_hash()
+    assert props["EmbeddingDimensions"] == "1024"
+    assert "DependsOn" in schema
+
+
+# --- API ---------------------------------------------------------------------------------------------------
+
+def test_routes_follow_the_constants_and_omit_local_only_routes(synthesized: Synthesized) -> None:
+    routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
+    assert set(routes) == {"$default", *c.SEARCH_ROUTES}
+    assert not set(routes) & set(c.LOCAL_ONLY_ROUTES)
+    integrations = synthesized.resources("AWS::ApiGatewayV2::Integration")
+    search_id, _ = function(synthesized, "search")
+    api_id, _ = function(synthesized, "api")
+
+    def target(route_key: str) -> str:
+        integration_id = routes[route_key]["Target"]["Fn::Join"][1][1]["Ref"]
+        uri = integrations[integration_id]["Properties"]["IntegrationUri"]
+        return str(uri["Fn::GetAtt"][0])
+
+    assert target(c.SEARCH_ROUTES[0]) == search_id
+    assert target("$default") == api_id
+    assert all("AuthorizerId" not in r for r in routes.values())
+    (stage,) = synthesized.resources("AWS::ApiGatewayV2::Stage").values()
+    assert "AccessLogSettings" in stage["Properties"]
+
+
+# --- network ---------------------------------------------------------------------------------------------
+
+def test_fixed_zones_no_nat_and_endpoints_for_the_aws_apis(synthesized: Synthesized) -> None:
+    zones = {s["Properties"]["AvailabilityZone"] for s in synthesized.resources("AWS::EC2::Subnet").values()}
+    assert zones == {"us-east-1a", "us-east-1b"}
+    assert synthesized.resources("AWS::EC2::NatGateway") == {}
+    services = json.dumps([e["Properties"]["ServiceName"] for e in synthesized.resources("AWS::EC2::VPCEndpoint").values()])
+    for service in ("secretsmanager", "bedrock-runtime", "events", "states", ".s3"):
+        assert service in services, service
