@@ -41,16 +41,20 @@ class StepAccess:
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     delete: tuple[str, ...] = ()
+    #: key prefixes the step lists (ListObjectsV2 before deleting a document's work objects)
+    list_prefixes: tuple[str, ...] = ()
+    #: HEAD of a possibly missing object: S3 answers 404 (not 403) only with s3:ListBucket on the bucket
+    heads_objects: bool = False
     embeds: bool = False
 
 
 STEP_ACCESS: dict[str, StepAccess] = {
-    "register": StepAccess(Duration.seconds(60), 512, read=(PROJECTS,)),
-    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS,), write=(WORK,)),
+    "register": StepAccess(Duration.seconds(60), 512, read=(PROJECTS,), heads_objects=True),
+    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS,), write=(WORK,), heads_objects=True),
     "chunk": StepAccess(Duration.minutes(3), 1024, read=(WORK,), write=(WORK,)),
     "embed_batch": StepAccess(Duration.minutes(5), 1024, read=(WORK,), embeds=True),
-    "finalize": StepAccess(Duration.seconds(120), 512, read=(WORK,), delete=(WORK,)),
-    "mark_failed": StepAccess(Duration.seconds(60), 512, delete=(WORK,)),
+    "finalize": StepAccess(Duration.seconds(120), 512, read=(WORK,), delete=(WORK,), list_prefixes=(WORK,)),
+    "mark_failed": StepAccess(Duration.seconds(60), 512, delete=(WORK,), list_prefixes=(WORK,)),
 }
 DEFAULT_STEP_ACCESS = StepAccess(Duration.minutes(5), 1024, read=(PROJECTS, WORK), write=(WORK,))
 #: The Map over embed batches bounds Bedrock + database load; this caps the embed function itself.
@@ -115,6 +119,7 @@ class Ingestion(Construct):
             self._grant_objects(function, "s3:GetObject", spec.read)
             self._grant_objects(function, "s3:PutObject", spec.write)
             self._grant_objects(function, "s3:DeleteObject", spec.delete)
+            self._grant_list(function, spec.list_prefixes, any_key=spec.heads_objects)
             if spec.embeds:
                 grant_bedrock(self, function, config.embedding_model)
             database.connect_as_app(function)
@@ -167,6 +172,8 @@ class Ingestion(Construct):
         delete documents, and start (re-)ingestion runs."""
         for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
             self._grant_objects(function, action, (PROJECTS,))
+        self._grant_objects(function, "s3:DeleteObject", (WORK,))  # deleting a document drops its work files
+        self._grant_list(function, (), any_key=True)  # re-ingest HEADs the stored object (404 vs 403)
         self.state_machine.grant_start_execution(function)
         function.add_environment(c.ENV_DOCUMENTS_BUCKET, self.bucket.bucket_name)
         function.add_environment(c.ENV_STATE_MACHINE_ARN, self.state_machine.state_machine_arn)
@@ -176,4 +183,14 @@ class Ingestion(Construct):
         if prefixes:
             function.add_to_role_policy(iam.PolicyStatement(
                 actions=[action], resources=[self.bucket.arn_for_objects(prefix) for prefix in prefixes]
+            ))
+
+    def _grant_list(self, function: lambda_.Function, prefixes: tuple[str, ...], *, any_key: bool) -> None:
+        """s3:ListBucket, limited to key prefixes unless the function must see 404 for missing objects."""
+        if any_key:
+            function.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn]))
+        elif prefixes:
+            function.add_to_role_policy(iam.PolicyStatement(
+                actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": list(prefixes)}},
             ))

@@ -62,6 +62,9 @@ def suppress_findings(stack: MemoryEngineStack) -> None:
     ack(api_role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/projects/*]",
         "The API presigns uploads, writes text documents and deletes documents under projects/<project_id>/; "
         "the project id is only known per request, so the grant is the projects/ prefix.")
+    ack(api_role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/_work/*]",
+        "Deleting a document also deletes its intermediate pipeline objects under _work/<document_id>/ "
+        "(s3:DeleteObject only).")
 
     ack(stack.api.http_api, "AwsSolutions-APIG4", AUTH_IN_FUNCTIONS_REASON)
     ack(stack.ingestion.rule_dead_letters, "AwsSolutions-SQS3",

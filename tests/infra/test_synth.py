@@ -380,3 +380,14 @@ def test_fixed_zones_no_nat_and_endpoints_for_the_aws_apis(synthesized: Synthesi
     services = json.dumps([e["Properties"]["ServiceName"] for e in synthesized.resources("AWS::EC2::VPCEndpoint").values()])
     for service in ("secretsmanager", "bedrock-runtime", "events", "states", ".s3"):
         assert service in services, service
+
+
+def test_only_functions_that_head_possibly_missing_objects_may_list_the_whole_bucket(synthesized: Synthesized) -> None:
+    unconditional = set()
+    for name, (logical_id, _) in functions_by_handler(synthesized).items():
+        for st in role_statements(synthesized, logical_id):
+            if "s3:ListBucket" in actions_of(st) and "Condition" not in st:
+                unconditional.add(name.split(":")[0])
+            elif "s3:ListBucket" in actions_of(st):
+                assert st["Condition"] == {"StringLike": {"s3:prefix": [c.S3_WORK_PREFIX + "*"]}}, name
+    assert unconditional == {"memory-engine-api", "memory-engine-ingestion-register", "memory-engine-ingestion-extract"}
