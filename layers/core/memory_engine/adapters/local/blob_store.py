@@ -6,13 +6,13 @@ object. Content type and metadata live in a ``<name>.meta.json`` sidecar under `
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import quote
 
 from memory_engine.errors import InvalidInput, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStoreError, PresignedUpload
@@ -21,6 +21,11 @@ LOCAL_BUCKET = "local"
 #: The local server's upload route (see ``http/local_uploads.py``).
 LOCAL_UPLOAD_ROUTE = "/v1/local-uploads/"
 _META_DIR = ".meta"
+
+
+def upload_token(key: str) -> str:
+    """The one-segment token of a local upload URL: URL-safe base64 of the object key."""
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
 
 
 class LocalBlobStore:
@@ -108,5 +113,5 @@ class LocalBlobStore:
 
     def presign_put(self, key: str, *, content_type: str, expires_in: int = 3600) -> PresignedUpload:
         """A path on the local server (made absolute by the HTTP layer); the PUT needs the caller's key."""
-        return PresignedUpload(url=LOCAL_UPLOAD_ROUTE + quote(key), method="PUT", headers={"Content-Type": content_type},
+        return PresignedUpload(url=LOCAL_UPLOAD_ROUTE + upload_token(key), method="PUT", headers={"Content-Type": content_type},
                                key=key, expires_at=datetime.now(UTC) + timedelta(seconds=expires_in))

@@ -1,0 +1,188 @@
+"""Document use cases behind the HTTP API: create from text, upload URL, re-ingest, delete, wait."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory_engine.domain import content_types as ct
+from memory_engine.domain.documents import (
+    MAX_TEXT_CHARS,
+    ChunkSettings,
+    ChunkStrategy,
+    Document,
+    DocumentRun,
+    DocumentStatus,
+)
+from memory_engine.errors import InvalidInput, MemoryEngineError
+from memory_engine.ports.blobs import PresignedUpload
+from memory_engine.ports.documents import NewDocument
+from memory_engine.ports.pipeline import PipelineStarter
+from memory_engine.services.ingestion.steps import IngestionPorts, object_key, work_prefix
+
+#: `wait: true` blocks at most this long (API Gateway's integration timeout is 30 s).
+WAIT_LIMIT_SECONDS = 25.0
+UPLOAD_URL_TTL_SECONDS = 3600
+TEXT_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.WHOLE)
+FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
+
+
+def normalize_path(path: str) -> str:
+    """``"a/b.md"`` -> ``"/a/b.md"``; rejects empty, ``..`` and control characters."""
+    clean = "/" + path.strip().lstrip("/")
+    parts = clean.split("/")[1:]
+    if not clean.strip("/") or any(p in ("", ".", "..") for p in parts) or any(ord(ch) < 32 for ch in clean):
+        raise ValueError("path must be like /folder/name.ext (no empty, '.' or '..' segments)")
+    if len(clean) > 1024:
+        raise ValueError("path is longer than 1024 characters")
+    return clean
+
+
+class ChunkFields(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_strategy: ChunkStrategy | None = None
+    chunk_size: int | None = Field(None, ge=50, le=100_000)
+    chunk_overlap: int | None = Field(None, ge=0)
+
+    def settings(self, base: ChunkSettings) -> ChunkSettings:
+        """The request's fields over ``base``. Raises InvalidInput (overlap >= size)."""
+        try:
+            return ChunkSettings(
+                strategy=self.chunk_strategy or base.strategy,
+                size=self.chunk_size if self.chunk_size is not None else base.size,
+                overlap=self.chunk_overlap if self.chunk_overlap is not None else base.overlap,
+            )
+        except ValueError as exc:
+            raise InvalidInput("invalid chunk settings", details=[{"field": "chunk_overlap", "message": str(exc)}]) from exc
+
+    def explicit(self) -> bool:
+        return any(v is not None for v in (self.chunk_strategy, self.chunk_size, self.chunk_overlap))
+
+
+class DocumentFields(ChunkFields):
+    path: str = Field(min_length=1, max_length=1024)
+    title: str | None = Field(None, max_length=500)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return normalize_path(value)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        out = []
+        for tag in value:
+            tag = tag.strip()
+            if not tag or len(tag) > 128:
+                raise ValueError("tags must be 1..128 characters")
+            out.append(tag)
+        return list(dict.fromkeys(out))
+
+
+class CreateTextDocument(DocumentFields):
+    """`POST /v1/documents`."""
+
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    wait: bool = False
+
+
+class UploadRequest(DocumentFields):
+    """`POST /v1/documents/uploads`."""
+
+    content_type: str | None = Field(None, max_length=200)
+
+
+class ReingestRequest(ChunkFields):
+    """`POST /v1/documents/{id}/ingest`."""
+
+    wait: bool = False
+
+
+def run_name(document_id: str, generation: int) -> str:
+    return f"{document_id}-g{generation}"
+
+
+def _start(starter: PipelineStarter, doc: Document) -> None:
+    run = DocumentRun(project_id=doc.project_id, document_id=doc.id, generation=doc.ingest_generation)
+    starter.start(run.model_dump(mode="json"), name=run_name(doc.id, doc.ingest_generation))
+
+
+def create_text_document(ports: IngestionPorts, starter: PipelineStarter, project_id: str,
+                         body: CreateTextDocument) -> tuple[Document, bool]:
+    """Store the text as an object and start its run. Returns (document, started); the same
+    text at the same path again is a no-op (started False). Raises InvalidInput, DependencyError."""
+    if not body.content.strip():
+        raise InvalidInput("content must not be blank", details=[{"field": "content"}])
+    data = body.content.encode("utf-8")
+    content_type = ct.MARKDOWN if ct.from_extension(body.path) == ct.MARKDOWN else ct.TEXT
+    key = object_key(project_id, body.path)
+    # The row first: the S3 event the object triggers on AWS then finds the same sha256 and stops.
+    decision = ports.documents.begin_ingest(
+        project_id,
+        NewDocument(path=body.path, content_type=content_type, size_bytes=len(data),
+                    sha256=hashlib.sha256(data).hexdigest(), source_bucket=ports.blobs.bucket, source_key=key,
+                    title=body.title, tags=body.tags, metadata=body.metadata,
+                    chunk_settings=body.settings(TEXT_DEFAULTS)),
+        default_settings=TEXT_DEFAULTS,
+    )
+    if not decision.started:
+        return decision.document, False
+    ports.blobs.put(key, data, content_type=content_type + "; charset=utf-8")
+    _start(starter, decision.document)
+    return decision.document, True
+
+
+def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest) -> PresignedUpload:
+    """Create/update the document row (``pending`` when new) with the request's settings, and
+    return where to PUT the bytes. The upload's S3 event starts the pipeline."""
+    content_type = ct.resolve(body.path, body.content_type)
+    ports.documents.prepare(
+        project_id,
+        NewDocument(path=body.path, content_type=content_type, title=body.title, tags=body.tags,
+                    metadata=body.metadata, chunk_settings=body.settings(FILE_DEFAULTS) if body.explicit() else None),
+        default_settings=FILE_DEFAULTS,
+    )
+    return ports.blobs.presign_put(object_key(project_id, body.path), content_type=content_type,
+                                   expires_in=UPLOAD_URL_TTL_SECONDS)
+
+
+def reingest(ports: IngestionPorts, starter: PipelineStarter, project_id: str, document_id: str,
+             body: ReingestRequest) -> Document:
+    """New chunk settings, a new generation, a new run; the old chunks stay searchable until the
+    new set is complete. Raises NotFound, InvalidInput (no stored content), DependencyError."""
+    current = ports.documents.get(project_id, document_id)
+    if not current.source_key or ports.blobs.head(current.source_key) is None:
+        raise InvalidInput(f"document {document_id} has no stored content to re-ingest; upload it again")
+    doc = ports.documents.begin_reingest(project_id, document_id, body.settings(current.chunk_settings))
+    _start(starter, doc)
+    return doc
+
+
+def delete_document(ports: IngestionPorts, project_id: str, document_id: str) -> None:
+    """Delete the row (chunks cascade), then its stored object and work objects. Raises NotFound."""
+    doc = ports.documents.delete(project_id, document_id)
+    try:
+        if doc.source_key:
+            ports.blobs.delete(doc.source_key)
+        ports.blobs.delete_prefix(work_prefix(doc.id))
+    except MemoryEngineError:
+        pass  # the row is gone; a leftover object is harmless and re-uploading replaces it
+
+
+def wait_until_settled(get: Callable[[], Document], *, timeout: float = WAIT_LIMIT_SECONDS,
+                       interval: float = 0.2) -> Document:
+    """Poll until the document leaves ``processing`` (or the timeout passes); the last state."""
+    deadline = time.monotonic() + timeout
+    doc = get()
+    while doc.status is DocumentStatus.PROCESSING and time.monotonic() < deadline:
+        time.sleep(interval)
+        doc = get()
+    return doc
