@@ -391,3 +391,16 @@ def test_only_functions_that_head_possibly_missing_objects_may_list_the_whole_bu
             elif "s3:ListBucket" in actions_of(st):
                 assert st["Condition"] == {"StringLike": {"s3:prefix": [c.S3_WORK_PREFIX + "*"]}}, name
     assert unconditional == {"memory-engine-api", "memory-engine-ingestion-register", "memory-engine-ingestion-extract"}
+
+
+def test_every_handler_string_names_a_function_of_its_code_asset(synthesized: Synthesized) -> None:
+    import ast
+    from pathlib import Path
+
+    functions_dir = Path(__file__).resolve().parents[2] / "functions"
+    for name, (_, props) in functions_by_handler(synthesized).items():
+        service = name.split(":")[0].removeprefix("memory-engine-")
+        area = "ingestion" if service.startswith("ingestion-") else service
+        tree = ast.parse((functions_dir / area / "handler.py").read_text("utf-8"))
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert props["Handler"].removeprefix("handler.") in defined, name
