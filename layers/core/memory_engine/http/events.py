@@ -75,7 +75,9 @@ def post_event(
 ) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     container = get_container()
-    event = parse_event(body, region=container.settings.aws_region)
+    # ``body`` documents the route in OpenAPI; the raw JSON is validated here so anything but one
+    # event object (a list, a string) is a 422 with the event's field names
+    event = parse_event(router.current_event.json_body, region=container.settings.aws_region)
     if event.detail.project_id != principal.project_id:
         raise NotFound(f"project {event.detail.project_id} not found")
     container.memories.get(principal.project_id, event.detail.memory_id)  # NotFound (404) when absent
