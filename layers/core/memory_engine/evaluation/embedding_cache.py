@@ -42,9 +42,10 @@ class DiskCachedEmbedder(Embedder):
                 self.disk_hits += 1
             else:
                 missing.append(i)
-        if missing:
-            vectors = self.inner.embed_documents([texts[i] for i in missing])
-            for i, vector in zip(missing, vectors, strict=True):
+        for start in range(0, len(missing), 256):  # saved as it goes: an interrupted run keeps its work
+            part = missing[start : start + 256]
+            vectors = self.inner.embed_documents([texts[i] for i in part])
+            for i, vector in zip(part, vectors, strict=True):
                 np.save(self._path(texts[i]), vector.astype(np.float32))
                 out[i] = vector
         return [v for v in out if v is not None]

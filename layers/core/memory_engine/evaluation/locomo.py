@@ -69,13 +69,15 @@ class Conversation:
     questions: list[Question]
 
 
-def load(path: Path, *, max_conversations: int | None = None) -> list[Conversation]:
+def load(path: Path, *, max_conversations: int | None = None, max_sessions: int | None = None) -> list[Conversation]:
+    """Conversations with their turns and category 1-4 questions. ``max_sessions`` keeps the first
+    sessions only, and the questions whose evidence lies entirely within them (small test runs)."""
     samples = json.loads(path.read_text("utf-8"))
     out = []
     for sample in samples[:max_conversations]:
         conv = sample["conversation"]
         turns = []
-        sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.match(key)))
+        sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.match(key)))[:max_sessions]
         for number, key in sessions:
             when = parse_session_date(conv.get(f"session_{number}_date_time"))
             for turn in conv[key] or []:
@@ -90,6 +92,9 @@ def load(path: Path, *, max_conversations: int | None = None) -> list[Conversati
             for qa in sample.get("qa", [])
             if int(qa.get("category", 0)) in CATEGORIES
         ]
+        if max_sessions is not None:
+            seeded = {t.dia_id for t in turns}
+            questions = [q for q in questions if q.evidence and q.evidence <= seeded]
         out.append(Conversation(str(sample.get("sample_id", f"conv-{len(out)}")), turns, questions))
     return out
 

@@ -1,0 +1,130 @@
+"""Server-side search latency (embedding call excluded) at 10k and 100k facts (+ chunks).
+
+    .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
+        [--sizes 10000,100000] [--queries 200] [--parallel]
+
+Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
+vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
+model never runs) for the `vector_only` and `hybrid` presets over one memory + all documents.
+Prints p50/p95 per size, the hybrid/vector ratio and the growth from the first to the last size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "layers" / "core"))
+
+from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres  # noqa: E402
+from memory_engine.adapters.postgres.database import Database  # noqa: E402
+from memory_engine.adapters.postgres.migrations import migrate  # noqa: E402
+from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex  # noqa: E402
+from memory_engine.domain.search_config import PRESETS  # noqa: E402
+from memory_engine.domain.search_models import SearchRequest  # noqa: E402
+from memory_engine.evaluation import synthetic  # noqa: E402
+from memory_engine.ports.embedder import Embedder  # noqa: E402
+from memory_engine.services.search_knowledge import search_knowledge  # noqa: E402
+
+DIM = 384
+
+
+class NoModel(Embedder):
+    """The benchmark always passes `query_embedding`; any model call is a bug."""
+
+    dimensions = DIM
+    model_id = "none"
+
+    def _embed_batch(self, texts, kind):  # type: ignore[no-untyped-def]
+        raise AssertionError("the benchmark must not embed")
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, queries: list[str], preset: str) -> list[float]:
+    embedder = NoModel()
+    out = []
+    for i, text in enumerate(queries):
+        vector = synthetic.random_query_vector(1000 + i, DIM).tolist()
+        request = SearchRequest(query=text, query_embedding=vector, memory_ids=[memory_id], limit=10)
+        started = time.perf_counter()
+        search_knowledge(index, embedder, project_id=project_id, request=request, config=PRESETS[preset])
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl")
+    parser.add_argument("--queries-file", type=Path, default=REPO.parent / "shared" / "data" / "scifact" / "queries.jsonl")
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--parallel", action="store_true", help="run signals on separate connections in threads")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    texts = synthetic.sentences(args.corpus)
+    queries = [json.loads(line)["text"] for line in args.queries_file.open()] if args.queries_file.exists() \
+        else synthetic.FALLBACK
+    queries = (queries * (args.queries // max(1, len(queries)) + 1))[: args.queries]
+    report: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="search-bench-") as tmp:
+        server = EmbeddedPostgres(Path(tmp) / "pgdata")
+        server.start()
+        url = server.uri("postgres")
+        try:
+            migrate(url, embedding_dim=DIM)
+            database = Database(url)
+            index = PostgresKnowledgeIndex(database, parallel=args.parallel)
+            with database.connection() as conn:
+                project_id = "proj_bench"
+                conn.execute("INSERT INTO projects (id, name) VALUES (%s, 'bench')", (project_id,))
+                conn.execute("INSERT INTO memories (id, project_id, name) VALUES ('mem_bench', %s, 'bench')", (project_id,))
+            loaded = 0
+            for size in sizes:
+                started = time.perf_counter()
+                with synthetic.VectorIndexesDeferred(database):
+                    synthetic.load_facts(database, project_id, "mem_bench", texts, size - loaded, dim=DIM)
+                    synthetic.load_chunks(database, project_id, texts, size - loaded, dim=DIM, seed=size)
+                synthetic.analyze(database)
+                loaded = size
+                print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+                for preset in ("vector_only", "hybrid"):
+                    time_preset(index, project_id, "mem_bench", queries[:20], preset)  # warm caches
+                    samples = time_preset(index, project_id, "mem_bench", queries, preset)
+                    report[f"{size}:{preset}"] = {
+                        "p50": statistics.median(samples), "p95": percentile(samples, 95), "n": len(samples),
+                    }
+            index.close()
+            database.close()
+        finally:
+            server.stop()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    mode = "parallel (thread per signal)" if args.parallel else "sequential (one connection)"
+    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each\n")
+    print("| facts + chunks | preset | p50 ms | p95 ms |\n|---|---|---|---|")
+    for key, row in report.items():
+        size, preset = key.split(":")
+        print(f"| {int(size):,} + {int(size):,} | {preset} | {row['p50']:.1f} | {row['p95']:.1f} |")
+    first, last = sizes[0], sizes[-1]
+    for size in sizes:
+        ratio = report[f"{size}:hybrid"]["p95"] / report[f"{size}:vector_only"]["p95"]
+        print(f"\nhybrid/vector p95 ratio at {size:,}: {ratio:.2f}")
+    if len(sizes) > 1:
+        growth = report[f"{last}:hybrid"]["p95"] / report[f"{first}:hybrid"]["p95"]
+        print(f"hybrid p95 growth {first:,} -> {last:,}: {growth:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

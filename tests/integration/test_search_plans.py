@@ -1,0 +1,91 @@
+"""At realistic table sizes the vector and keyword queries use their indexes (EXPLAIN)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memory_engine.adapters.postgres import search_documents as docs
+from memory_engine.adapters.postgres import search_memories as mems
+from memory_engine.bootstrap import Container
+from memory_engine.domain.search_config import Signal
+from memory_engine.domain.search_models import DocumentScope, MemoryScope, SignalQuery
+from memory_engine.evaluation import synthetic
+from tests.conftest import shared_data
+
+ROWS = 20_000
+
+
+class Explaining:
+    """A connection stand-in that EXPLAINs each statement instead of running it."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.plans: list[dict[str, Any]] = []
+
+    def execute(self, sql: str, params: Any = None) -> Explaining:
+        row = self.conn.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchone()
+        plan = row["QUERY PLAN"]
+        self.plans.append(plan if isinstance(plan, list) else json.loads(plan))
+        return self
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+
+def index_names(plan: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(plan, dict):
+        if "Index Name" in plan:
+            found.add(plan["Index Name"])
+        for value in plan.values():
+            found |= index_names(value)
+    elif isinstance(plan, list):
+        for value in plan:
+            found |= index_names(value)
+    return found
+
+
+@pytest.fixture(scope="module")
+def seeded(container: Container) -> dict[str, str]:
+    corpus = shared_data("scifact", "corpus.jsonl")
+    texts = synthetic.sentences(corpus, limit=ROWS)
+    project_id = container.projects.get_or_create_project("plans").id
+    memory_id = "mem_plans"
+    with container.database.connection() as conn:
+        conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'plans')", (memory_id, project_id))
+    with synthetic.VectorIndexesDeferred(container.database):
+        synthetic.load_facts(container.database, project_id, memory_id, texts, ROWS, dim=384)
+        synthetic.load_chunks(container.database, project_id, texts, ROWS, dim=384)
+    synthetic.analyze(container.database)
+    return {"project_id": project_id, "memory_id": memory_id}
+
+
+def explain(container: Container, fn: Any, *args: Any) -> set[str]:
+    with container.database.connection() as conn:
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        probe = Explaining(conn)
+        fn(probe, *args)
+    return index_names(probe.plans)
+
+
+def query(signal: Signal) -> SignalQuery:
+    return SignalQuery(text="insulin resistance in adipose tissue", embedding=synthetic.random_query_vector(3, 384),
+                       signals=frozenset({signal}), depth=30)
+
+
+def test_vector_queries_use_hnsw(container: Container, seeded: dict[str, str]) -> None:
+    scope = MemoryScope(memory_ids=(seeded["memory_id"],))
+    assert "memory_entries_embedding_live_idx" in explain(
+        container, mems.vector, seeded["project_id"], scope, query(Signal.VECTOR))
+    assert "document_chunks_embedding_idx" in explain(
+        container, docs.vector, seeded["project_id"], DocumentScope(), query(Signal.VECTOR))
+
+
+def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -> None:
+    scope = MemoryScope(memory_ids=(seeded["memory_id"],))
+    assert "memory_entries_tsv_idx" in explain(container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD))
+    assert "document_chunks_tsv_idx" in explain(
+        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD))
