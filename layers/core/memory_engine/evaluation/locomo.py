@@ -15,7 +15,7 @@ from typing import Any
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import PRESETS, SearchConfig
 from memory_engine.domain.search_models import SearchRequest
-from memory_engine.evaluation.metrics import MetricTable, reciprocal_rank, recall_at_k
+from memory_engine.evaluation.metrics import MetricTable, recall_at_k, reciprocal_rank
 from memory_engine.services.search_knowledge import search_knowledge
 
 logger = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def load(path: Path, *, max_conversations: int | None = None, max_sessions: int 
     """Conversations with their turns and category 1-4 questions. ``max_sessions`` keeps the first
     sessions only, and the questions whose evidence lies entirely within them (small test runs)."""
     samples = json.loads(path.read_text("utf-8"))
-    out = []
+    out: list[Conversation] = []
     for sample in samples[:max_conversations]:
         conv = sample["conversation"]
         turns = []

@@ -7,14 +7,14 @@ one), in which case the previous complete generation keeps answering until the p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 
 from memory_engine.adapters.postgres.search_memories import TSQUERY_SQL
 from memory_engine.domain.search_models import DocumentScope, ResultKey, SignalQuery
 
-SOURCE = "document"
+SOURCE: Final = "document"
 
 FROM_SQL = "document_chunks c JOIN documents d ON d.id = c.document_id"
 

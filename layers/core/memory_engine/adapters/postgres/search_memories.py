@@ -6,13 +6,13 @@ Every statement is filtered by ``project_id``. Without ``as_of`` the filter says
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 
-SOURCE = "memory"
+SOURCE: Final = "memory"
 
 #: The tsquery of a search: websearch syntax, ORed terms unless the caller used the syntax.
 TSQUERY_SQL = (
