@@ -51,14 +51,13 @@ class ChunkFields(BaseModel):
 
     def settings(self, base: ChunkSettings) -> ChunkSettings:
         """The request's fields over ``base``. Raises InvalidInput (overlap >= size)."""
-        try:
-            return ChunkSettings(
-                strategy=self.chunk_strategy or base.strategy,
-                size=self.chunk_size if self.chunk_size is not None else base.size,
-                overlap=self.chunk_overlap if self.chunk_overlap is not None else base.overlap,
-            )
-        except ValueError as exc:
-            raise InvalidInput("invalid chunk settings", details=[{"field": "chunk_overlap", "message": str(exc)}]) from exc
+        size = self.chunk_size if self.chunk_size is not None else base.size
+        # an overlap not sent follows the size (the default 200 is a fifth of the default 1000)
+        overlap = self.chunk_overlap if self.chunk_overlap is not None else min(base.overlap, size // 5)
+        if overlap >= size:
+            raise InvalidInput(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
+                               details=[{"field": "chunk_overlap"}])
+        return ChunkSettings(strategy=self.chunk_strategy or base.strategy, size=size, overlap=overlap)
 
     def explicit(self) -> bool:
         return any(v is not None for v in (self.chunk_strategy, self.chunk_size, self.chunk_overlap))

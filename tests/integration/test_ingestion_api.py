@@ -1,0 +1,151 @@
+"""The documents API through the real API Lambda handler (API Gateway v2 events), the local
+upload route and the drop-folder watcher: one upload flow in the local shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from memory_engine.adapters.local.drop_folder import DropFolderWatcher
+from memory_engine.bootstrap import Container, set_container
+from memory_engine.settings import Settings
+from tests.support.api_client import ApiClient
+
+TEXT = "\n\n".join(f"Section {i}. Knowledge about the fjord number {i} and its glaciers." for i in range(30))
+
+
+@pytest.fixture(scope="module")
+def container(database_url: str, embedder, chat_model, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:  # type: ignore[no-untyped-def]
+    home = tmp_path_factory.mktemp("home")
+    built = Container(Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home)),  # type: ignore[call-arg]
+                      embedder=embedder, chat_model=chat_model)
+    set_container(built)
+    yield built
+    set_container(None)
+    built.pipeline_starter.shutdown()
+    built.close()
+
+
+def test_create_from_text_waits_until_ready_and_reports_status(api: ApiClient) -> None:
+    r = api.post("/v1/documents", {"path": "docs/fjords.md", "content": TEXT, "tags": ["geo"], "wait": True})
+    assert r.status == 201, r.json
+    doc = r.json
+    assert doc["path"] == "/docs/fjords.md" and doc["status"] == "ready" and doc["chunk_strategy"] == "whole"
+    assert doc["content_type"] == "text/markdown" and doc["tags"] == ["geo"]
+    status = api.get(f"/v1/documents/{doc['id']}/status").json
+    assert status == {"status": "ready", "total_pages": 1, "total_chunks": 1, "indexed_chunks": 1, "progress": 1.0,
+                      "error": None}
+    # the same text at the same path is a no-op
+    again = api.post("/v1/documents", {"path": "/docs/fjords.md", "content": TEXT})
+    assert again.status == 200 and again.json["id"] == doc["id"]
+
+
+def test_reingest_with_new_chunk_settings(api: ApiClient) -> None:
+    doc = api.post("/v1/documents", {"path": "/docs/reingest.txt", "content": TEXT, "wait": True}).json
+    r = api.post(f"/v1/documents/{doc['id']}/ingest",
+                 {"chunk_strategy": "size", "chunk_size": 300, "chunk_overlap": 50, "wait": True})
+    assert r.status == 200, r.json
+    assert r.json["status"] == "ready" and r.json["chunk_strategy"] == "size" and r.json["total_chunks"] > 1
+    assert r.json["active_generation"] == doc["active_generation"] + 1
+
+
+def test_list_filters_and_paginates(api: ApiClient) -> None:
+    for i in range(3):
+        api.post("/v1/documents", {"path": f"/list/n{i}.txt", "content": f"note {i}", "tags": [f"t{i}", "list"],
+                                   "wait": True})
+    first = api.get("/v1/documents", params={"path_prefix": "/list/", "limit": 2}).json
+    assert [d["path"] for d in first["data"]] == ["/list/n2.txt", "/list/n1.txt"] and first["next_cursor"]
+    second = api.get("/v1/documents", params={"path_prefix": "/list/", "limit": 2, "cursor": first["next_cursor"]}).json
+    assert [d["path"] for d in second["data"]] == ["/list/n0.txt"] and second["next_cursor"] is None
+    tagged = api.get("/v1/documents", params={"tags": "t1,t2"}).json["data"]
+    assert sorted(d["path"] for d in tagged) == ["/list/n1.txt", "/list/n2.txt"]
+    ready = api.get("/v1/documents", params={"status": "ready", "path_prefix": "/list"}).json["data"]
+    assert len(ready) == 3
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("POST", "/v1/documents", {"path": "/x.txt", "content": "a", "chunk_size": 100, "chunk_overlap": 100}, 422),
+        ("POST", "/v1/documents", {"path": "/../etc/passwd", "content": "a"}, 422),
+        ("POST", "/v1/documents", {"path": "/x.txt", "content": "   "}, 422),
+        ("POST", "/v1/documents", {"path": "/x.txt", "content": "a", "chunk_strategy": "tokens"}, 422),
+        ("GET", "/v1/documents?status=done", None, 422),
+        ("GET", "/v1/documents?cursor=%%%", None, 400),
+        ("GET", "/v1/documents/doc_missing", None, 404),
+        ("GET", "/v1/documents/doc_missing/status", None, 404),
+        ("POST", "/v1/documents/doc_missing/ingest", {}, 404),
+    ],
+)
+def test_bad_input_is_a_clear_4xx(api: ApiClient, method: str, path: str, body: object, status: int) -> None:
+    url = urlsplit(path)
+    params = dict(p.split("=", 1) for p in url.query.split("&")) if url.query else None
+    r = api.request(method, url.path, json_body=body, params=params)
+    assert r.status == status, r.json
+    assert r.json["error"]["message"]
+
+
+def test_another_projects_document_is_404_and_delete_removes_it(api: ApiClient, make_key) -> None:  # type: ignore[no-untyped-def]
+    doc = api.post("/v1/documents", {"path": "/private.txt", "content": "secret", "wait": True}).json
+    other = ApiClient(make_key("globex", "read,write"))
+    assert other.get(f"/v1/documents/{doc['id']}").status == 404
+    assert other.delete(f"/v1/documents/{doc['id']}").status == 404
+    assert other.get("/v1/documents").json["data"] == []
+    assert api.delete(f"/v1/documents/{doc['id']}").status == 204
+    assert api.get(f"/v1/documents/{doc['id']}").status == 404
+
+
+def test_upload_url_put_and_drop_folder_run_the_same_pipeline(api: ApiClient, container: Container, make_key) -> None:  # type: ignore[no-untyped-def]
+    # Given an upload URL for a markdown file with tags and the recursive chunker
+    r = api.post("/v1/documents/uploads", {"path": "/up/guide.md", "tags": ["guide"], "chunk_strategy": "recursive",
+                                           "chunk_size": 200}, headers={"host": "127.0.0.1:8787"})
+    assert r.status == 201, r.json
+    upload = r.json
+    assert upload["method"] == "PUT" and upload["upload_url"].startswith("http://127.0.0.1:8787/v1/local-uploads/")
+    assert upload["key"].startswith("projects/proj_") and upload["key"].endswith("/up/guide.md")
+    assert upload["headers"]["Content-Type"] == "text/markdown" and upload["expires_at"]
+    pending = api.get("/v1/documents", params={"path_prefix": "/up/"}).json["data"]
+    assert [d["status"] for d in pending] == ["pending"]
+    # When the client PUTs the bytes with the returned headers (another project's key cannot)
+    url_path = urlsplit(upload["upload_url"]).path
+    foreign = ApiClient(make_key("initech", "read,write"))
+    assert foreign.request("PUT", url_path, body=b"x", headers={"content-type": "text/markdown"}).status == 404
+    put = ApiClient(None).request("PUT", url_path, body=TEXT.encode(), headers={
+        "content-type": upload["headers"]["Content-Type"], "authorization": upload["headers"]["Authorization"]})
+    assert put.status == 200, put.json
+    dropped = container.settings.drop_dir / "acme" / "up" / "guide.md"
+    assert dropped.read_text() == TEXT
+    # And the drop-folder watcher sees the file stable and starts the run
+    watcher = DropFolderWatcher(container, container.settings.drop_dir, stable_seconds=1.0)
+    assert watcher.scan(now=100.0) == []  # first sighting: not yet known to be complete
+    run_ids = watcher.scan(now=101.5)
+    assert len(run_ids) == 1
+    result = container.pipeline_starter.result(run_ids[0], timeout=60)
+    assert result.status == "succeeded", result.error
+    # Then the document is ready with the settings chosen at upload time
+    doc = api.get("/v1/documents", params={"path_prefix": "/up/"}).json["data"][0]
+    assert doc["status"] == "ready" and doc["chunk_strategy"] == "recursive" and doc["tags"] == ["guide"]
+    assert doc["content_type"] == "text/markdown" and doc["total_chunks"] > 1
+    # And an unchanged file seen again is not taken twice
+    assert watcher.scan(now=110.0) == []
+
+
+def test_a_file_being_written_is_not_taken_until_stable(container: Container) -> None:
+    root = container.settings.home / "drop-slow"  # a folder of its own: nothing else to pick up
+    target = root / "acme" / "slow" / "part.txt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    watcher = DropFolderWatcher(container, root, stable_seconds=1.0)
+    target.write_text("first half")
+    assert watcher.scan(now=0.0) == []
+    with target.open("a") as f:
+        f.write(" and the second half")
+    assert watcher.scan(now=5.0) == []  # changed since last scan: wait again
+    runs = watcher.scan(now=6.5)
+    assert len(runs) == 1
+    target.unlink()  # deleting the dropped file during ingestion must not matter: the pipeline reads its copy
+    result = container.pipeline_starter.result(runs[0], timeout=60)
+    assert result.status == "succeeded", result.error
+    doc = container.documents.find_by_path(container.projects.get_project("acme").id, "/slow/part.txt")  # type: ignore[union-attr]
+    assert doc is not None and doc.status.value == "ready" and doc.size_bytes == len("first half and the second half")
