@@ -3,7 +3,8 @@
 Partial batch failures (Powertools): a record whose run failed in a retryable way is reported in
 ``batchItemFailures`` and SQS redelivers it until the queue's ``maxReceiveCount``, then moves it
 to the DLQ. An event that can never succeed (invalid JSON or schema, unknown memory) is sent to
-the DLQ explicitly with the reason and reported as processed, so it is never retried.
+the DLQ explicitly with the reason (``EXTRACTION_DLQ_URL``) and reported as processed, so it is never
+retried; with no DLQ URL configured it is reported as failed and reaches the DLQ by the redrive policy.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from memory_engine.bootstrap import get_container
 from memory_engine.domain.events import TurnCompletedEvent
 from memory_engine.errors import InvalidInput, NotFound
 from memory_engine.ports.events import DeadLetter
-from memory_engine.services.extract_turn import consume_turn_event
+from memory_engine.services.extract_turn import InvalidEvent, consume_turn_event
 
 logger = Logger(service="memory-engine-extraction")
 tracer = Tracer(service="memory-engine-extraction")
@@ -37,10 +38,15 @@ def _validation_reason(error: ValidationError) -> str:
 
 
 def _reject(record: SQSRecord, reason: str) -> None:
+    """Park an event that can never succeed. Without a dead-letter queue URL configured, report it as
+    failed instead, so SQS's redrive policy still moves it to the DLQ after ``maxReceiveCount``."""
     attempts = int(record.attributes.approximate_receive_count or 1)
     logger.warning("rejecting event to the dead-letter queue", extra={"message_id": record.message_id, "reason": reason})
-    get_container().dead_letters.send(DeadLetter(record.message_id, record.body, reason, attempts))
     metrics.add_metric(name="ExtractionEventsRejected", unit=MetricUnit.Count, value=1)
+    sink = get_container().dead_letters
+    if sink is None:
+        raise InvalidEvent(reason)
+    sink.send(DeadLetter(record.message_id, record.body, reason, attempts))
 
 
 @tracer.capture_method(capture_response=False)

@@ -218,3 +218,19 @@ def test_a_redelivered_completed_event_does_nothing(
     with container.database.connection() as conn:
         count = conn.execute("SELECT count(*) AS n FROM memory_entries WHERE memory_id = %s", (memory_id,)).fetchone()
     assert count["n"] == 1
+
+
+def test_without_a_dlq_url_an_invalid_event_reaches_the_dlq_by_the_redrive_policy(
+    container: Container, aws: dict[str, Any]
+) -> None:
+    # Given a consumer deployed without EXTRACTION_DLQ_URL (no dead-letter sink)
+    container.__dict__["dead_letters"] = None
+    aws["sqs"].send_message(QueueUrl=aws["queue_url"], MessageBody='{"detail-type": "turn.completed"}')
+    # When it polls, the invalid event is reported as failed (never processed) ...
+    received, failed = _poll_once(aws)
+    assert received == 1 and len(failed) == 1
+    assert _poll_once(aws) == (1, failed)
+    # ... and after maxReceiveCount receives SQS moves it to the DLQ instead of retrying forever
+    assert _poll_once(aws) == (0, [])
+    (dead,) = _receive(aws["sqs"], aws["dlq_url"])
+    assert dead["MessageId"] == failed[0]

@@ -218,14 +218,18 @@ class Container:
 
     @cached_property
     def dead_letters(self) -> Any:
-        """The extraction DLQ when ``EXTRACTION_DLQ_URL`` is set, else a local list (+ folder in `dev`)."""
+        """The extraction DLQ when ``EXTRACTION_DLQ_URL`` is set; locally a list (+ folder in `dev`);
+        ``None`` on AWS without the URL (the consumer then leaves rejected events to SQS's redrive)."""
         import os
 
         from memory_engine.adapters.sqs.dead_letters import ENV_EXTRACTION_DLQ_URL, SqsDeadLetterSink
+        from memory_engine.settings import Runtime
 
         queue_url = os.environ.get(ENV_EXTRACTION_DLQ_URL)
         if queue_url:
             return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=queue_url)
+        if self.settings.runtime is Runtime.AWS:
+            return None
         from memory_engine.adapters.local.event_sinks import LocalDeadLetters
 
         return LocalDeadLetters()

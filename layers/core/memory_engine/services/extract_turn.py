@@ -65,6 +65,12 @@ class RunInProgress(DependencyError):
     code = "extraction_in_progress"
 
 
+class InvalidEvent(InvalidInput):
+    """An event that can never be processed (bad JSON or schema, unknown memory): dead-letter it."""
+
+    code = "invalid_event"
+
+
 class ExtractionFailed(DependencyError):
     """The run failed in a way another attempt may fix (model error or timeout, database)."""
 
