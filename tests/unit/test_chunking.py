@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import given, settings
@@ -23,7 +24,7 @@ def test_size_windows_cover_in_order_with_exact_overlap(length: int, size: int, 
         assert spans == []
         return
     assert spans[0][0] == 0 and spans[-1][1] == length
-    for (s1, e1), (s2, e2) in zip(spans, spans[1:], strict=False):
+    for (s1, e1), (s2, e2) in itertools.pairwise(spans):
         assert s2 - s1 == size - overlap  # step = size - overlap
         assert e1 - s2 == overlap  # consecutive windows share exactly `overlap` characters
         assert e1 - s1 == size
@@ -37,7 +38,7 @@ def test_size_chunks_overlap_exactly_and_are_never_empty(text: str, size: int, d
                                                                      overlap=overlap))
     assert all(c.content.strip() for c in chunks)
     assert [c.index for c in chunks] == list(range(len(chunks)))
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         if overlap:
             assert a.content[-overlap:] == b.content[:overlap]
 

@@ -55,7 +55,7 @@ def upload(body: Annotated[UploadRequest, Body()]) -> Response[Any]:
     url = presigned.url
     if url.startswith("/"):  # the local store: a route on this server, authorized by the caller's key
         event = router.current_event
-        host = event.headers.get("host") or event.request_context.domain_name
+        host = event.headers.get("host") or event.raw_event["requestContext"]["domainName"]
         scheme = event.headers.get("x-forwarded-proto", "http")
         url = f"{scheme}://{host}{url}"
         if event.headers.get("authorization"):
@@ -84,7 +84,7 @@ def list_(
         raise InvalidInput("status must be one of pending, processing, ready, failed",
                            details=[{"field": "status"}]) from exc
     globs = [t.strip() for t in (tags or "").split(",") if t.strip()]
-    docs, next_cursor = get_container().documents.list(
+    docs, next_cursor = get_container().documents.list_documents(
         principal.project_id, path_prefix=path_prefix, tags=globs, status=wanted, limit=limit, cursor=cursor
     )
     return json_response(page(docs, next_cursor))

@@ -55,7 +55,7 @@ class DocumentRepository(Protocol):
 
     def find_by_path(self, project_id: str, path: str) -> Document | None: ...
 
-    def list(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
+    def list_documents(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
              status: DocumentStatus | None = None, limit: int = 20,
              cursor: str | None = None) -> tuple[list[Document], str | None]:
         """Newest first; raises BadRequest for a malformed cursor."""

@@ -79,7 +79,7 @@ class PostgresDocumentRepository:
             ).fetchone()
         return _doc(row) if row else None
 
-    def list(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
+    def list_documents(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
              status: DocumentStatus | None = None, limit: int = 20,
              cursor: str | None = None) -> tuple[list[Document], str | None]:
         where = ["project_id = %(p)s"]
