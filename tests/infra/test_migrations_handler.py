@@ -182,3 +182,60 @@ def test_a_malformed_event_is_rejected_before_any_work() -> None:
     props = {"AdminSecretArn": "", "AppSecretArn": "x", "SearchSecretArn": "y", "EmbeddingDimensions": "many"}
     with pytest.raises(ValidationError):
         invoke(cfn_event("Create", props))
+
+
+# --- as on Aurora: the migrations user is NOT a superuser ----------------------------------------------
+
+AURORA_ADMIN = "aurora_like_admin"
+
+
+@pytest.fixture(scope="module")
+def aurora_like_secrets(pg_server: EmbeddedPostgres) -> Iterator[tuple[dict[str, str], str, list[str]]]:
+    """A database owned by a CREATEROLE (non-superuser) master user, pgvector already installable —
+    the privileges the Aurora master user (rds_superuser) has for what the handler does."""
+    name = f"aurora_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_server.uri("postgres"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (AURORA_ADMIN,)).fetchone():
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEROLE").format(sql.Identifier(AURORA_ADMIN)))
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(AURORA_ADMIN)))
+    url = pg_server.uri(name)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")  # on Aurora rds_superuser may; here the superuser does it first
+    params = conninfo_to_dict(url)
+    base = {"engine": "postgres", "host": params["host"], "port": 5432, "dbname": name}
+    suffix = uuid.uuid4().hex[:6]
+    with mock_aws():
+        client = boto3.client("secretsmanager", region_name=REGION)
+
+        def put(secret: str, username: str, password: str) -> str:
+            value = json.dumps({**base, "username": username, "password": password})
+            return client.create_secret(Name=secret, SecretString=value)["ARN"]
+
+        yield {
+            "AdminSecretArn": put("aurora-admin", AURORA_ADMIN, "admin-pw"),
+            "AppSecretArn": put("aurora-app", f"app_{suffix}", "app-pw"),
+            "SearchSecretArn": put("aurora-search", f"search_{suffix}", "search-pw"),
+            "EmbeddingDimensions": "1024",
+        }, url, [f"app_{suffix}", f"search_{suffix}"]
+
+
+def test_a_non_superuser_master_can_create_and_then_update(
+    aurora_like_secrets: tuple[dict[str, str], str, list[str]],
+) -> None:
+    secrets, url, users = aurora_like_secrets
+    # Given a first deploy (Create) and a second one (Update: the roles exist, passwords are re-set)
+    created = invoke(cfn_event("Create", secrets))
+    updated = invoke(cfn_event("Update", {**secrets, "CodeHash": "new"}, created["PhysicalResourceId"], old=secrets))
+    # Then both succeed, the tables belong to the master user, and the roles have no special attributes
+    assert created["Data"]["AppliedCount"] == len(load_migrations()) and updated["Data"]["AppliedCount"] == 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        owner = conn.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'memory_entries'").fetchone()
+        roles = conn.execute(
+            "SELECT rolname, rolcanlogin, rolsuper OR rolcreatedb OR rolcreaterole FROM pg_roles"
+            " WHERE rolname = ANY(%s) ORDER BY rolname", (users,),
+        ).fetchall()
+    assert owner == (AURORA_ADMIN,)
+    assert roles == [(users[0], True, False), (users[1], True, False)]
+    # and the search role reads what the master user's migrations created
+    with connect_as(url, users[1]) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_entries").fetchone() == (0,)

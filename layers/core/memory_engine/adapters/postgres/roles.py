@@ -42,11 +42,12 @@ def ensure_roles(conninfo: str, roles: list[LoginRole], *, schema: str = "public
             name = sql.Identifier(role.name)
             with conn.transaction():
                 exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role.name,)).fetchone()
+                # No attribute clauses beyond LOGIN/PASSWORD: on Aurora the migrations user is not a
+                # superuser, and naming (NO)SUPERUSER/(NO)CREATEDB in ALTER ROLE needs those attributes.
+                # The defaults of CREATE ROLE are already NOSUPERUSER NOCREATEDB NOCREATEROLE.
                 verb = "ALTER" if exists else "CREATE"
                 conn.execute(
-                    sql.SQL(verb + " ROLE {} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}").format(
-                        name, sql.Literal(role.password)
-                    )
+                    sql.SQL(verb + " ROLE {} WITH LOGIN PASSWORD {}").format(name, sql.Literal(role.password))
                 )
                 for statement in _grants(role.access, schema):
                     conn.execute(sql.SQL(statement).format(role=name, db=sql.Identifier(database),
