@@ -111,7 +111,8 @@ def test_entry_list_paginates_with_a_cursor(api: ApiClient) -> None:
     seen: list[str] = []
     cursor = None
     while True:
-        body = api.get("/v1/memory-entries", params={"memory_id": memory["id"], "limit": 2, **({"cursor": cursor} if cursor else {})}).json
+        params = {"memory_id": memory["id"], "limit": 2, **({"cursor": cursor} if cursor else {})}
+        body = api.get("/v1/memory-entries", params=params).json
         seen += [e["id"] for e in body["data"]]
         cursor = body["next_cursor"]
         if not cursor:
@@ -162,3 +163,25 @@ def test_read_key_cannot_write(make_key: Any) -> None:
     reader = ApiClient(make_key("acme", "read"))
     assert reader.post("/v1/memories", {"name": "x"}).status == 403
     assert reader.get("/v1/memories").status == 200
+
+
+def test_structured_fields_round_trip_and_are_validated(api: ApiClient) -> None:
+    memory = _memory(api, "structured")
+    body = {"subject": "Dana", "predicate": "moved to", "object": "Lisbon", "confidence": 0.8,
+            "valid_from": "2024-03-01T00:00:00", "valid_to": "2025-01-01T00:00:00Z", "source_quote": "I moved",
+            "entities": [{"name": "Dana", "type": "person"}, {"name": "Lisbon", "type": "place"}],
+            "source_conversation_id": "conv-1", "source_generation_id": "turn-1", "source_event_id": "evt-1"}
+    created = _write(api, memory["id"], "Dana moved to Lisbon in March 2024.", **body)
+    assert created.status == 201, created.json
+    entry = created.json
+    assert entry["confidence"] == 0.8 and entry["valid_from"].startswith("2024-03-01T00:00:00") and entry["valid_from"][-1] in "Z0"
+    assert [(e["name"], e["role"]) for e in entry["entities"]] == [("Dana", "subject"), ("Lisbon", "object")]
+    assert (entry["source_conversation_id"], entry["source_generation_id"], entry["source_event_id"]) == ("conv-1", "turn-1", "evt-1")
+    bad_window = _write(api, memory["id"], "Another fact about windows.", valid_from="2025-01-01T00:00:00Z",
+                        valid_to="2024-01-01T00:00:00Z")
+    assert bad_window.status == 422
+    # PUT replaces entities outright
+    put = api.put(f"/v1/memory-entries/{entry['id']}", {"entities": [{"name": "Porto"}]}).json
+    assert [(e["name"], e["role"]) for e in put["entities"]] == [("Porto", "mention")]
+    assert api.put(f"/v1/memory-entries/{entry['id']}", {"confidence": None}).status == 422
+    assert api.put(f"/v1/memory-entries/{entry['id']}", {"content": "z" * 8001}).status == 413

@@ -7,10 +7,10 @@ is a stored row as the API returns it; ``Memory`` is the container.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_engine.errors import InvalidInput, PayloadTooLarge
 
@@ -143,6 +143,24 @@ class NewEntry(BaseModel):
     def _none_entities(cls, value: Any) -> Any:
         return [] if value is None else value
 
+    @field_validator("valid_from", "valid_to")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value)
+
+    @model_validator(mode="after")
+    def _validity_window(self) -> NewEntry:
+        if self.valid_from and self.valid_to and self.valid_to < self.valid_from:
+            raise ValueError("valid_to must not be before valid_from")
+        return self
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """A timestamp without a zone is taken as UTC (never as the database server's local time)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
 
 class MemoryEntry(BaseModel):
     """A stored entry as the API returns it (every column but the vector and the tsvector)."""
@@ -170,6 +188,11 @@ class MemoryEntry(BaseModel):
     invalidation_reason: str | None
     created_at: datetime
     updated_at: datetime
+
+    @field_validator("confidence")
+    @classmethod
+    def _round(cls, value: float) -> float:
+        return round(value, 6)  # stored as ``real``: 0.8 comes back as 0.800000011920929
 
     @property
     def is_live(self) -> bool:

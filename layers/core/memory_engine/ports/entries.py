@@ -65,8 +65,9 @@ class MemoryRepository(Protocol):
 class EntryWriteSession(Protocol):
     """One transaction holding the memory's write lock (see ``EntryRepository.write_session``)."""
 
-    def shortlist(self, embedding: Vector, k: int) -> list[Candidate]:
-        """The ``k`` most similar live entries of the memory, most similar first."""
+    def shortlist(self, embedding: Vector, k: int, *, content: str | None = None) -> list[Candidate]:
+        """The ``k`` most similar live entries of the memory, most similar first. A live entry
+        whose content equals ``content`` is always among them (vector search is approximate)."""
         ...
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
         """A live entry with exactly this content (dedup when the new fact has no vector)."""

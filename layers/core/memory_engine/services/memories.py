@@ -24,6 +24,7 @@ from memory_engine.domain.entries import (
     MemoryEntry,
     ShortText,
     Tag,
+    as_utc,
     check_content,
     check_metadata,
     clean_tags,
@@ -137,6 +138,11 @@ class EntryReplacement(BaseModel):
     @classmethod
     def _tags(cls, value: list[str] | None) -> list[str] | None:
         return clean_tags(value) if value is not None else None
+
+    @field_validator("valid_from", "valid_to")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value)
 
 
 def replace_entry(

@@ -156,7 +156,7 @@ def _best(session: EntryWriteSession, prepared: _Prepared) -> Candidate | None:
         # no vector: an identical live fact is still a duplicate
         same = session.find_live_by_content(prepared.content)
         return Candidate(same, 1.0) if same is not None else None
-    shortlist = session.shortlist(prepared.embedding, SHORTLIST_SIZE)
+    shortlist = session.shortlist(prepared.embedding, SHORTLIST_SIZE, content=prepared.content)
     return shortlist[0] if shortlist else None
 
 
