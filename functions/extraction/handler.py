@@ -9,6 +9,7 @@ retried; with no DLQ URL configured it is reported as failed and reaches the DLQ
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -49,15 +50,19 @@ def _reject(record: SQSRecord, reason: str) -> None:
     sink.send(DeadLetter(record.message_id, record.body, reason, attempts))
 
 
+#: Seconds of the invocation kept for the rest of the batch's bookkeeping.
+DEADLINE_MARGIN_SECONDS = 2.0
+
+
 @tracer.capture_method(capture_response=False)
-def record_handler(record: SQSRecord) -> None:
+def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
     try:
         event = TurnCompletedEvent.model_validate_json(record.body)
     except ValidationError as error:
         _reject(record, _validation_reason(error))
         return
     try:
-        result = consume_turn_event(event, get_container().extraction)
+        result = consume_turn_event(event, get_container().extraction, deadline=_deadline(lambda_context))
     except (NotFound, InvalidInput) as error:
         _reject(record, error.message)
         return
@@ -67,6 +72,13 @@ def record_handler(record: SQSRecord) -> None:
         "extraction run finished",
         extra={"event_id": event.id, "run_id": result.run.id, "status": result.status, "summary": result.summary.model_dump()},
     )
+
+
+def _deadline(context: Any) -> float | None:
+    """The invocation's end on the service clock (``time.monotonic``), from the Lambda context."""
+    if context is None or not hasattr(context, "get_remaining_time_in_millis"):
+        return None
+    return time.monotonic() + context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -358,3 +358,25 @@ def test_post_events_rejects_bad_events_other_projects_and_read_only_keys(
     assert api.post("/v1/events", missing).status == 404
     assert api.with_key(make_key("acme", "read")).post("/v1/events", good).status == 403
     assert api.with_key(None).post("/v1/events", good).status == 401
+
+
+def test_a_run_out_of_time_stops_between_facts_and_a_redelivery_writes_the_rest(
+    container: Container, chat: ScriptedChatModel, deps: ExtractionDeps, project_id: str, memory_id: str
+) -> None:
+    from dataclasses import replace
+
+    # Given a clock where every reading is 10 s later, and a deadline 55 s away
+    ticks = iter(range(0, 10_000, 10))
+    slow = replace(deps, clock=lambda: float(next(ticks)))
+    facts = [f"Sam visited {city} in 2019." for city in ("Oslo", "Quito", "Hanoi", "Lima", "Accra", "Perth")]
+    chat.script(json.dumps(facts), json.dumps(facts))
+    event = _event(project_id, memory_id)
+    # When the consumer runs it, the model gets at most the time left and the run stops in time
+    with pytest.raises(ExtractionFailed, match="time budget exhausted after 3 of 6 facts"):
+        consume_turn_event(event, slow, deadline=55.0)
+    assert chat.extraction_calls[0].timeout == 50.0  # 55 s left, minus the 5 s reserve
+    assert len(_entries(container, memory_id)) == 3
+    # Then a redelivery (no time pressure) writes the remaining facts; the first three are duplicates
+    result = consume_turn_event(event, deps)
+    assert (result.summary.created, result.summary.skipped) == (3, 3)
+    assert len(_entries(container, memory_id)) == 6

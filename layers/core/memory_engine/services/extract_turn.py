@@ -15,6 +15,7 @@ retryable failures raise (the queue redelivers, then dead-letters); permanent on
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -87,6 +88,10 @@ class ExtractionSettings:
     max_tokens: int = 4096
     max_facts: int = MAX_FACTS
     stale_after: timedelta = timedelta(minutes=15)
+    #: Seconds kept in reserve before the deadline to record the run (and publish) cleanly.
+    reserve: float = 5.0
+    #: A model call given less time than this is not started.
+    min_model_seconds: float = 5.0
 
 
 @dataclass
@@ -98,6 +103,7 @@ class ExtractionDeps:
     write: WriteFn
     publisher: EventPublisher
     settings: ExtractionSettings = field(default_factory=ExtractionSettings)
+    clock: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True)
@@ -121,9 +127,12 @@ class _RunFailed(Exception):
         self.retryable = retryable
 
 
-def extract_turn(event: TurnCompletedEvent, deps: ExtractionDeps) -> RunResult:
+def extract_turn(event: TurnCompletedEvent, deps: ExtractionDeps, *, deadline: float | None = None) -> RunResult:
     """Run (or re-run) the extraction of one event; see the module docstring.
 
+    ``deadline`` (a ``deps.clock()`` value, e.g. from the Lambda's remaining time) bounds the run:
+    the model call gets at most the time left, and facts not written in time fail the run as
+    retryable (a redelivery skips the facts already written and writes the rest).
     Returns the run's result; a failed run is returned, not raised, with ``retryable`` set.
     Raises NotFound when the memory is not in the project (the event can never succeed),
     RunInProgress when another worker holds the run, DatabaseError when the run cannot be claimed.
@@ -146,7 +155,7 @@ def extract_turn(event: TurnCompletedEvent, deps: ExtractionDeps) -> RunResult:
         episode = _store_episode(event, deps)
         deps.runs.attach_episode(detail.project_id, run.id, episode.id)
         if detail.extract:
-            results = _extract_facts(event, episode, deps, summary)
+            results = _extract_facts(event, episode, deps, summary, deadline)
         else:
             summary.extract = False
     except _RunFailed as failure:
@@ -163,7 +172,7 @@ def extract_turn(event: TurnCompletedEvent, deps: ExtractionDeps) -> RunResult:
     return RunResult("completed", finished, summary, episode, results=results)
 
 
-def consume_turn_event(event: TurnCompletedEvent, deps: ExtractionDeps) -> RunResult:
+def consume_turn_event(event: TurnCompletedEvent, deps: ExtractionDeps, *, deadline: float | None = None) -> RunResult:
     """The queue consumer's policy around :func:`extract_turn`.
 
     Raises ExtractionFailed for a retryable failed run (model error or timeout, database), and
@@ -171,7 +180,7 @@ def consume_turn_event(event: TurnCompletedEvent, deps: ExtractionDeps) -> RunRe
     Raises NotFound for an event that can never succeed (unknown memory); the caller rejects it.
     A run failed for lack of a model is returned, not raised: retrying cannot help.
     """
-    result = extract_turn(event, deps)
+    result = extract_turn(event, deps, deadline=deadline)
     if result.status == "failed" and result.retryable:
         raise ExtractionFailed(f"extraction of event {event.id} failed (attempt {result.run.attempts}): {result.error}")
     return result
@@ -202,17 +211,25 @@ def _embed(embedder: Embedder, text: str) -> Any:
         return None
 
 
+def _time_left(deps: ExtractionDeps, deadline: float | None) -> float:
+    return float("inf") if deadline is None else deadline - deps.clock() - deps.settings.reserve
+
+
 def _extract_facts(
-    event: TurnCompletedEvent, episode: Episode, deps: ExtractionDeps, summary: ExtractionSummary
+    event: TurnCompletedEvent, episode: Episode, deps: ExtractionDeps, summary: ExtractionSummary,
+    deadline: float | None,
 ) -> list[WriteResult]:
     detail = event.detail
     prompt = extraction_prompt()
     system = build_system_prompt(detail.extraction_prompt or prompt.task, prompt.contract)
     user = build_user_message(episode.transcript, detail.occurred_at)
+    budget = min(deps.settings.model_timeout, _time_left(deps, deadline))
+    if budget < deps.settings.min_model_seconds:
+        raise _RunFailed(f"only {max(budget, 0):.1f}s left for the model call; retrying later", retryable=True)
     try:
         reply = deps.chat.complete(
             [ChatMessage("user", user)], system=system, model=detail.extraction_model,
-            max_tokens=deps.settings.max_tokens, timeout=deps.settings.model_timeout,
+            max_tokens=deps.settings.max_tokens, timeout=budget,
         )
     except ChatModelNotConfigured as error:
         raise _RunFailed(NO_MODEL_ERROR, retryable=False) from error
@@ -228,7 +245,12 @@ def _extract_facts(
     summary.discarded = parsed.discarded
     agent = AgentContext(model=detail.extraction_model, timeout=deps.settings.merge_timeout)
     results: list[WriteResult] = []
-    for fact in parsed.facts:
+    for index, fact in enumerate(parsed.facts):
+        if _time_left(deps, deadline) < deps.settings.merge_timeout:
+            # a write may ask the model to merge: stop while the run can still be recorded
+            raise _RunFailed(
+                f"time budget exhausted after {index} of {len(parsed.facts)} facts; the rest is retried", retryable=True
+            )
         try:
             entry = _new_entry(event, fact)
             result = deps.write(project_id=detail.project_id, entry=entry, agent=agent)
