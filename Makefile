@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck install clean bench
+.PHONY: dev test lint typecheck install clean layer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,5 +32,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Lambda layers for arm64 / Python 3.12, built with pip (no Docker); see infra/README.md
+layer: $(STAMP)
+	$(BIN)/python layers/build_layer.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out build
