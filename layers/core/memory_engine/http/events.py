@@ -68,7 +68,21 @@ def _run_view(event: TurnCompletedEvent) -> dict[str, Any] | None:
             "summary": run.summary, "error": run.error}
 
 
-@router.post("/v1/events")
+@router.post(
+    "/v1/events",
+    summary="Send a turn.completed event (local only: the EventBridge stand-in)",
+    description=(
+        "The body is an EventBridge event with detail-type `turn.completed` (schema: docs/schemas/"
+        "turn.completed.schema.json). `id`, `time`, `account`, `region`, `version`, `resources` are filled in "
+        "when absent. 202 with the event id; `?wait=true` answers 200 with the extraction run once it finished."
+    ),
+    responses={
+        202: {"description": "queued: `{id, message_id, status}`"},
+        200: {"description": "with `wait=true`: `{id, message_id, status, run}`"},
+        404: {"description": "the event's project is not the key's, or the memory does not exist"},
+    },
+    tags=["events"],
+)
 def post_event(
     body: Annotated[dict[str, Any], Body()],
     wait: Annotated[bool, Query()] = False,
