@@ -59,13 +59,18 @@ class Extraction(Construct):
                 timeout=CONSUMER_TIMEOUT, memory_size=1024,
                 description="memory-engine: turn.completed -> episode + extracted facts",
             ),
-            environment={c.ENV_EVENT_BUS_NAME: self.bus.event_bus_name},
+            environment={
+                c.ENV_EVENT_BUS_NAME: self.bus.event_bus_name,
+                # invalid events go to the DLQ at once with their reason instead of by redrive
+                c.ENV_EXTRACTION_DLQ_URL: self.dead_letter_queue.queue_url,
+            },
         )
         self.consumer.add_event_source(sources.SqsEventSource(
             self.queue, batch_size=BATCH_SIZE, report_batch_item_failures=True, max_concurrency=MAX_CONSUMERS,
         ))
         grant_bedrock(self, self.consumer, config.embedding_model, config.chat_model)
         self.bus.grant_put_events_to(self.consumer)
+        self.dead_letter_queue.grant_send_messages(self.consumer)
         database.connect_as_app(self.consumer)
 
     def alarm_queues(self) -> dict[str, sqs.Queue]:

@@ -17,12 +17,14 @@ from memory_engine_infra.config import DeploymentConfig
 
 VPC_CIDR = "10.40.0.0/16"
 #: Interface endpoints the functions need (S3 gets a free gateway endpoint instead).
-#: SQS is absent on purpose: the Lambda service polls the extraction queue, not the function.
+#: SQS: the Lambda service polls the extraction queue itself, but the consumer sends rejected events
+#: to the DLQ from inside the VPC.
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "EventBridge": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
     "StepFunctions": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
+    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
 }
 
 

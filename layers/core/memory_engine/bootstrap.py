@@ -222,7 +222,8 @@ class Container:
         ``None`` on AWS without the URL (the consumer then leaves rejected events to SQS's redrive)."""
         import os
 
-        from memory_engine.adapters.sqs.dead_letters import ENV_EXTRACTION_DLQ_URL, SqsDeadLetterSink
+        from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
+        from memory_engine.constants import ENV_EXTRACTION_DLQ_URL
         from memory_engine.settings import Runtime
 
         queue_url = os.environ.get(ENV_EXTRACTION_DLQ_URL)

@@ -24,6 +24,7 @@ ENV_DATABASE_IAM_AUTH = "DATABASE_IAM_AUTH"  # "true": connect with an RDS IAM a
 ENV_DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET"
 ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
 ENV_STATE_MACHINE_ARN = "INGESTION_STATE_MACHINE_ARN"
+ENV_EXTRACTION_DLQ_URL = "EXTRACTION_DLQ_URL"  # rejected (invalid) events go here at once, with the reason
 ENV_RUNTIME = "MEMORY_ENGINE_RUNTIME"  # "aws" or "local"
 
 # --- fixed names ---

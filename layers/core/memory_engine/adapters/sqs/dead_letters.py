@@ -6,12 +6,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from memory_engine.constants import ENV_EXTRACTION_DLQ_URL  # noqa: F401  (re-exported for callers)
 from memory_engine.errors import DependencyError
 from memory_engine.ports.events import DeadLetter, DeadLetterSink
 
-#: Env var with the DLQ URL the consumer sends rejected (invalid) events to.
-#: TODO(lead): move to memory_engine.constants with the other env names.
-ENV_EXTRACTION_DLQ_URL = "EXTRACTION_DLQ_URL"
 #: SQS message attributes are capped at 256 KB with the body; reasons are short, keep them so.
 MAX_REASON_CHARS = 1_000
 
