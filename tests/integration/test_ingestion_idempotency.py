@@ -187,3 +187,31 @@ def steps_create(container: Container, project_id: str, body: CreateTextDocument
     from memory_engine.services.ingestion.documents import create_text_document
 
     return create_text_document(container.ingestion_ports, _Inline(container), project_id, body)
+
+
+class _NotStarting:
+    """A PipelineStarter whose runs never happen: the engine stopped right after the row was written."""
+
+    def start(self, payload: dict[str, Any], *, name: str | None = None) -> str:
+        return name or "never"
+
+
+def test_a_run_interrupted_by_a_stop_is_resumed_at_the_next_start(container: Container, project_id: str) -> None:
+    from memory_engine.services.ingestion.documents import create_text_document, resume_interrupted
+    from memory_engine.services.ingestion.runner import LocalPipelineStarter
+
+    # Given a document whose run was registered but never ran (the local engine stopped)
+    doc, started = create_text_document(container.ingestion_ports, _NotStarting(), project_id,  # type: ignore[arg-type]
+                                        CreateTextDocument(path="/resume/a.txt", content="Resumed runs finish."))
+    assert started and container.documents.get(project_id, doc.id).status.value == "processing"
+    # When the engine starts again and resumes interrupted runs
+    starter = LocalPipelineStarter(fast_runner(container))
+    try:
+        resumed = resume_interrupted(container.ingestion_ports, starter)
+        assert [d.id for d in resumed if d.id == doc.id] == [doc.id]
+        starter.result(f"{doc.id}-g{doc.ingest_generation}", timeout=60)
+    finally:
+        starter.shutdown()
+    # Then the document ends ready with its chunk, not stuck in processing
+    final = container.documents.get(project_id, doc.id)
+    assert final.status.value == "ready" and final.indexed_chunks == final.total_chunks == 1

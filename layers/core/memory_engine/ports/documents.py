@@ -55,6 +55,10 @@ class DocumentRepository(Protocol):
 
     def find_by_path(self, project_id: str, path: str) -> Document | None: ...
 
+    def list_processing(self) -> list[Document]:
+        """Every project's documents in ``processing`` (the local engine resumes them at start)."""
+        ...
+
     def list_documents(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
              status: DocumentStatus | None = None, limit: int = 20,
              cursor: str | None = None) -> tuple[list[Document], str | None]:

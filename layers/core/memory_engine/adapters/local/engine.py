@@ -83,6 +83,7 @@ class LocalEngine:
             for service in background_services(self.container):
                 service.start()
                 self.services.append(service)
+            self._resume_interrupted_ingestion()
             self.gateway = LocalGateway(self.host, self.port)
             self.gateway.start()
             return self.gateway.base_url
@@ -100,6 +101,14 @@ class LocalEngine:
             )
             self.admin_key = minted.raw_key
 
+    def _resume_interrupted_ingestion(self) -> None:
+        from memory_engine.services.ingestion.documents import resume_interrupted
+
+        assert self.container is not None
+        resumed = resume_interrupted(self.container.ingestion_ports, self.container.pipeline_starter)
+        for doc in resumed:
+            logger.info("resuming the interrupted ingestion of %s (%s)", doc.path, doc.id)
+
     def stop(self) -> None:
         if self.gateway is not None:
             self.gateway.stop()
@@ -112,6 +121,8 @@ class LocalEngine:
                 logger.exception("stopping %s failed", getattr(service, "name", service))
         set_container(None)
         if self.container is not None:
+            if "pipeline_starter" in self.container.__dict__:
+                self.container.pipeline_starter.shutdown()
             self.container.close()
             self.container = None
         if self.database is not None:

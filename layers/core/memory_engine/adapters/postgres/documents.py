@@ -79,6 +79,13 @@ class PostgresDocumentRepository:
             ).fetchone()
         return _doc(row) if row else None
 
+    def list_processing(self) -> list[Document]:
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM documents WHERE status = 'processing' ORDER BY updated_at"
+            ).fetchall()
+        return [_doc(r) for r in rows]
+
     def list_documents(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
              status: DocumentStatus | None = None, limit: int = 20,
              cursor: str | None = None) -> tuple[list[Document], str | None]:

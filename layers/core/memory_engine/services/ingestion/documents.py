@@ -165,6 +165,16 @@ def reingest(ports: IngestionPorts, starter: PipelineStarter, project_id: str, d
     return doc
 
 
+def resume_interrupted(ports: IngestionPorts, starter: PipelineStarter) -> list[Document]:
+    """Start again every run left in ``processing`` (the local engine stopped mid-run). Steps are
+    idempotent, so a resumed run finishes the same generation without duplicating chunks. Only for
+    the local shape: on AWS, Step Functions executions survive restarts."""
+    interrupted = ports.documents.list_processing()
+    for doc in interrupted:
+        _start(starter, doc)
+    return interrupted
+
+
 def delete_document(ports: IngestionPorts, project_id: str, document_id: str) -> None:
     """Delete the row (chunks cascade), then its stored object and work objects. Raises NotFound."""
     doc = ports.documents.delete(project_id, document_id)
