@@ -127,14 +127,16 @@ def explain(uri: str, memory_id: str, project_id: str, vector: np.ndarray) -> st
 def commit_floor(uri: str, samples: int = 50) -> float:
     """p50 of a one-row INSERT + COMMIT into an unindexed table: the disk-flush floor of any write."""
     with psycopg.connect(uri) as conn:
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS floor_probe (x int)")
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_floor_probe (x int)")  # logged: a TEMP table skips the WAL
         conn.commit()
         timings = []
         for i in range(samples):
             start = time.perf_counter()
-            conn.execute("INSERT INTO floor_probe VALUES (%s)", (i,))
+            conn.execute("INSERT INTO bench_floor_probe VALUES (%s)", (i,))
             conn.commit()
             timings.append((time.perf_counter() - start) * 1000)
+        conn.execute("DROP TABLE bench_floor_probe")
+        conn.commit()
     return float(np.median(timings))
 
 

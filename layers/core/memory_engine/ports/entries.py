@@ -67,7 +67,8 @@ class EntryWriteSession(Protocol):
 
     def shortlist(self, embedding: Vector, k: int, *, content: str | None = None) -> list[Candidate]:
         """The ``k`` most similar live entries of the memory, most similar first. A live entry
-        whose content equals ``content`` is always among them (vector search is approximate)."""
+        whose content equals ``content`` is looked up exactly and competes on its cosine (the
+        vector scan is approximate and could miss it); one without a vector counts as 1.0."""
         ...
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
         """A live entry with exactly this content (dedup when the new fact has no vector)."""
