@@ -73,7 +73,7 @@ def test_list_filters_and_paginates(api: ApiClient) -> None:
         ("POST", "/v1/documents", {"path": "/x.txt", "content": "   "}, 422),
         ("POST", "/v1/documents", {"path": "/x.txt", "content": "a", "chunk_strategy": "tokens"}, 422),
         ("GET", "/v1/documents?status=done", None, 422),
-        ("GET", "/v1/documents?cursor=%%%", None, 400),
+        ("GET", "/v1/documents?cursor=%%%", None, 422),
         ("GET", "/v1/documents/doc_missing", None, 404),
         ("GET", "/v1/documents/doc_missing/status", None, 404),
         ("POST", "/v1/documents/doc_missing/ingest", {}, 404),

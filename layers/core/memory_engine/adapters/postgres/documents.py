@@ -8,11 +8,7 @@ generation is still the one being built, so a superseded run can never clobber a
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from psycopg import Connection
@@ -20,8 +16,10 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.domain.cursor import decode_cursor, next_cursor
 from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkStrategy, Document, DocumentStatus
-from memory_engine.errors import BadRequest, NotFound
+from memory_engine.domain.globs import globs_to_like
+from memory_engine.errors import NotFound
 from memory_engine.ports.documents import IngestDecision, IngestionRule, NewDocument
 from memory_engine.ports.embedder import Vector
 
@@ -37,23 +35,6 @@ Conn = Connection[dict[str, Any]]
 
 def _doc(row: dict[str, Any]) -> Document:
     return Document.model_validate(row)
-
-
-def _glob_to_like(glob: str) -> str:
-    escaped = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.replace("*", "%").replace("?", "_")
-
-
-def _encode_cursor(created_at: datetime, doc_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([created_at.isoformat(), doc_id]).encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        created, doc_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return datetime.fromisoformat(created), str(doc_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise BadRequest("malformed cursor; pass the next_cursor of the previous page unchanged") from exc
 
 
 class PostgresDocumentRepository:
@@ -96,12 +77,13 @@ class PostgresDocumentRepository:
             params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         if tags:
             where.append("EXISTS (SELECT 1 FROM unnest(tags) t WHERE t LIKE ANY(%(tags)s))")
-            params["tags"] = [_glob_to_like(t) for t in tags]
+            params["tags"] = globs_to_like(tags)
         if status is not None:
             where.append("status = %(status)s")
             params["status"] = status.value
-        if cursor:
-            params["c_at"], params["c_id"] = _decode_cursor(cursor)
+        after = decode_cursor(cursor)
+        if after is not None:
+            params["c_at"], params["c_id"] = after.created_at, after.id
             where.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
         with self._db.connection() as conn:
             rows = conn.execute(
@@ -110,8 +92,7 @@ class PostgresDocumentRepository:
                 params,
             ).fetchall()
         docs = [_doc(r) for r in rows[:limit]]
-        next_cursor = _encode_cursor(docs[-1].created_at, docs[-1].id) if len(rows) > limit and docs else None
-        return docs, next_cursor
+        return docs, next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
 
     def list_rules(self, project_id: str) -> list[IngestionRule]:
         with self._db.connection() as conn:
