@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
+from memory_engine.adapters.local.files import atomic_write
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
 from memory_engine.errors import BadRequest, NotFound
@@ -54,19 +52,5 @@ def put_upload(token: str) -> Response[Any]:
     target = drop_root / project.name / path.lstrip("/")
     if drop_root.resolve() not in target.resolve().parents:
         raise BadRequest("invalid upload path")
-    _atomic_write(drop_root, target, data)
+    atomic_write(target, data, staging_dir=drop_root / ".incoming")  # hidden: the watcher never reads half a file
     return json_response({"key": key, "path": path, "size": len(data)}, 200)
-
-
-def _atomic_write(drop_root: Path, target: Path, data: bytes) -> None:
-    incoming = drop_root / ".incoming"  # hidden: the watcher never reads half a file
-    incoming.mkdir(parents=True, exist_ok=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=incoming, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -14,6 +14,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from memory_engine.adapters.local.files import atomic_write
 from memory_engine.errors import InvalidInput, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStoreError, PresignedUpload
 
@@ -71,15 +72,7 @@ class LocalBlobStore:
 
     def _atomic_write(self, target: Path, data: bytes) -> None:
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write(target, data)
         except OSError as exc:
             raise BlobStoreError(f"writing {target} failed: {exc}") from exc
 
