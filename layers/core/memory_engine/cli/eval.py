@@ -33,6 +33,10 @@ def register(sub: Any) -> None:
     for p in (locomo, beir):
         p.add_argument("--database-url", default=None, help="use this PostgreSQL instead of a temporary one")
         p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default $MEMORY_ENGINE_HOME/eval-cache)")
+        p.add_argument(
+            "--variant", action="append", default=[], metavar="NAME=SIGNAL:WEIGHT,...",
+            help="an extra hybrid row with per-signal RRF weights, e.g. kw2=vector:1,keyword:2,entity:1",
+        )
         p.add_argument("-v", "--verbose", action="store_true")
     parser.set_defaults(func=run)
 
@@ -66,21 +70,39 @@ def eval_container(database_url: str | None, cache_dir: Path | None) -> Iterator
                 server.stop()
 
 
+def parse_variants(specs: list[str]) -> dict[str, Any]:
+    """``NAME=signal:weight,...`` -> {NAME: SearchConfig} (signals with weight 0 are dropped)."""
+    from memory_engine.domain.search_config import HYBRID, Signal
+
+    out: dict[str, Any] = {}
+    for spec in specs:
+        name, _, body = spec.partition("=")
+        weights = {Signal(k.strip()): float(v) for k, v in (part.split(":") for part in body.split(",") if part)}
+        signals = {s for s, w in weights.items() if w > 0}
+        out[name.strip()] = HYBRID.model_copy(update={"signals": frozenset(signals), "weights": weights})
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    from memory_engine.domain.search_config import PRESETS
+
     started = time.perf_counter()
     with eval_container(args.database_url, args.cache_dir) as container:
         if args.dataset == "locomo":
             from memory_engine.evaluation import locomo
 
             conversations = locomo.load(args.data, max_conversations=args.conversations)
-            table = locomo.evaluate(container, conversations, max_questions=args.questions)
+            variants = parse_variants(args.variant)
+            table = locomo.evaluate(container, conversations, max_questions=args.questions,
+                                    rows=(*locomo.ROWS, *variants), configs={**PRESETS, **variants})
             title = f"LoCoMo retrieval ({args.data.name}, {len(conversations)} conversations, categories 1-4)"
         else:
             from memory_engine.evaluation import beir
 
             data = beir.load(args.data, split=args.split, max_queries=args.queries, max_docs=args.docs)
-            table = beir.evaluate(container, data)
+            variants = parse_variants(args.variant)
+            table = beir.evaluate(container, data, rows=(*beir.ROWS, *variants), configs={**PRESETS, **variants})
             title = f"BEIR {args.data.name} ({len(data.corpus)} docs, {len(data.queries)} {args.split} queries)"
         print(table.render(title))
         print(f"\nembedding model: {container.embedder.model_id}; took {time.perf_counter() - started:.0f} s")

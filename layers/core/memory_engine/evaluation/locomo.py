@@ -134,7 +134,7 @@ def evaluate(
                 response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
                                             request=request, config=configs[row])
                 ranked = [labels.get(r.id, frozenset()) for r in response.results]
-                groups = (CATEGORIES[question.category], "overall")
+                groups = ("overall", CATEGORIES[question.category])
                 table.add(row, groups, **{
                     "R@5": recall_at_k(ranked, question.evidence, 5),
                     "R@10": recall_at_k(ranked, question.evidence, 10),

@@ -11,10 +11,11 @@ from typing import Any, Final
 
 import psycopg
 
-from memory_engine.adapters.postgres.search_memories import TSQUERY_SQL
+from memory_engine.adapters.postgres.search_memories import KEYWORD_SCAN_CAP, tsquery_sql
 from memory_engine.domain.search_models import DocumentScope, ResultKey, SignalQuery
 
 SOURCE: Final = "document"
+TSQUERY_SQL = tsquery_sql("document_chunks")
 
 FROM_SQL = "document_chunks c JOIN documents d ON d.id = c.document_id"
 
@@ -57,9 +58,11 @@ def vector(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope,
 
 def keyword(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery) -> list[ResultKey]:
     sql = (
-        f"SELECT c.id FROM {FROM_SQL}, (SELECT {TSQUERY_SQL} AS tsq) query"
-        f" WHERE {scope_sql(scope)} AND c.search_tsv @@ query.tsq"
-        " ORDER BY ts_rank(c.search_tsv, query.tsq) DESC, c.id LIMIT %(depth)s"
+        f"WITH query AS MATERIALIZED (SELECT {TSQUERY_SQL} AS tsq),"
+        f" matched AS (SELECT c.id, c.search_tsv FROM {FROM_SQL}, query"
+        f" WHERE {scope_sql(scope)} AND c.search_tsv @@ query.tsq LIMIT {KEYWORD_SCAN_CAP})"
+        " SELECT matched.id FROM matched, query ORDER BY ts_rank(matched.search_tsv, query.tsq) DESC, matched.id"
+        " LIMIT %(depth)s"
     )
     params = scope_params(project_id, scope) | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth}
     return _keys(conn.execute(sql, params).fetchall())

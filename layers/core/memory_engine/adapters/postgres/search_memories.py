@@ -14,11 +14,33 @@ from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQue
 
 SOURCE: Final = "memory"
 
-#: The tsquery of a search: websearch syntax, ORed terms unless the caller used the syntax.
-TSQUERY_SQL = (
-    "CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) "
-    "ELSE replace(websearch_to_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery END"
-)
+#: Query terms found in more than this share of a table's rows (planner statistics) are dropped
+#: from an ORed keyword query: like IDF, they rank nothing, and they make the match set huge.
+KEYWORD_MAX_DF = 0.02
+#: At most this many matching rows are ranked (a latency bound on very large tables).
+KEYWORD_SCAN_CAP = 2_000
+
+
+def tsquery_sql(table: str) -> str:
+    """The tsquery of a search: ``websearch_to_tsquery`` as written when the caller used its
+    syntax; otherwise its lexemes ORed, minus those the column's statistics say are in more
+    than ``KEYWORD_MAX_DF`` of the rows (the rarest lexeme is always kept)."""
+    return f"""(CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) ELSE (
+        WITH stats AS (
+            SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
+            WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1
+        ), lexemes AS (
+            SELECT l.lexeme, coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0) AS df
+            FROM unnest(to_tsvector('english', %(text)s)) l
+        ), kept AS (
+            SELECT lexeme FROM lexemes WHERE df <= {KEYWORD_MAX_DF}
+            UNION (SELECT lexeme FROM lexemes ORDER BY df, lexeme LIMIT 1)
+        )
+        SELECT coalesce(string_agg(quote_literal(lexeme), ' | '), '')::tsquery FROM kept
+    ) END)"""
+
+
+TSQUERY_SQL = tsquery_sql("memory_entries")
 
 
 def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
@@ -71,9 +93,11 @@ def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q
 
 def keyword(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> list[ResultKey]:
     sql = (
-        f"SELECT e.id FROM memory_entries e, (SELECT {TSQUERY_SQL} AS tsq) query"
-        f" WHERE {scope_sql(scope)} AND e.search_tsv @@ query.tsq"
-        " ORDER BY ts_rank(e.search_tsv, query.tsq) DESC, e.id LIMIT %(depth)s"
+        f"WITH query AS MATERIALIZED (SELECT {TSQUERY_SQL} AS tsq),"
+        f" matched AS (SELECT e.id, e.search_tsv FROM memory_entries e, query"
+        f" WHERE {scope_sql(scope)} AND e.search_tsv @@ query.tsq LIMIT {KEYWORD_SCAN_CAP})"
+        " SELECT matched.id FROM matched, query ORDER BY ts_rank(matched.search_tsv, query.tsq) DESC, matched.id"
+        " LIMIT %(depth)s"
     )
     params = scope_params(project_id, scope) | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth}
     return _keys(conn.execute(sql, params).fetchall())
@@ -107,8 +131,11 @@ def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQue
 #: bridge entities (least connected first: "breaking bad" before "user") are followed.
 BRIDGE_FACTS = 10
 BRIDGE_ENTITIES = 5
+#: At most this many facts touching the anchors are ranked (the most recent: ids are time-ordered),
+#: a latency bound for anchors that touch a large share of a huge memory.
+ANCHOR_FANOUT_CAP = 1_000
 #: Degree counting stops here: a hub is a hub.
-DEGREE_CAP = 1000
+DEGREE_CAP = 200
 
 
 def entity(
@@ -121,16 +148,22 @@ def entity(
     if not anchors:
         return []
     if q.embedding is not None:
+        # exactly `ORDER BY embedding <=> q` (no tie-breakers) so a hub anchor can walk the HNSW index
         relevance = "(e.embedding <=> %(embedding)s::vector)"
+        direct_order = "e.embedding <=> %(embedding)s::vector"
+        direct_where = " AND e.embedding IS NOT NULL"
     elif q.text is not None:
         relevance = f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))"
     else:
         relevance = "0"
+    if q.embedding is None:
+        direct_order, direct_where = "distance NULLS LAST, e.id", ""
     sql = f"""
         WITH direct AS MATERIALIZED (
             SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {scope_sql(scope)}
-              AND e.id IN (SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[]))
-            ORDER BY distance NULLS LAST, e.id LIMIT %(depth)s
+              AND e.id IN (SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[])
+                           ORDER BY ee.entry_id DESC LIMIT {ANCHOR_FANOUT_CAP}){direct_where}
+            ORDER BY {direct_order} LIMIT %(depth)s
         ), bridges AS (
             SELECT ee.entity_id,
                    (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id
