@@ -26,3 +26,4 @@ def test_binary_bodies_are_base64_encoded_and_responses_decoded() -> None:
         {"statusCode": 201, "headers": {"Content-Type": "application/json"}, "body": "{}", "isBase64Encoded": False}
     )
     assert (status, headers["Content-Type"], body) == (201, "application/json", b"{}")
+
