@@ -18,7 +18,7 @@ SOURCE: Final = "memory"
 #: from an ORed keyword query: like IDF, they rank nothing, and they make the match set huge.
 KEYWORD_MAX_DF = 0.02
 #: At most this many matching rows are ranked (a latency bound on very large tables).
-KEYWORD_SCAN_CAP = 2_000
+KEYWORD_SCAN_CAP = 1_000
 
 
 def tsquery_sql(table: str) -> str:
@@ -133,9 +133,10 @@ BRIDGE_FACTS = 10
 BRIDGE_ENTITIES = 5
 #: At most this many facts touching the anchors are ranked (the most recent: ids are time-ordered),
 #: a latency bound for anchors that touch a large share of a huge memory.
-ANCHOR_FANOUT_CAP = 1_000
-#: Degree counting stops here: a hub is a hub.
-DEGREE_CAP = 200
+ANCHOR_FANOUT_CAP = 500
+#: Only entities touching fewer facts than this are followed as bridges: a hub bridges to
+#: everything, which is no signal (and unbounded work).
+DEGREE_CAP = 50
 
 
 def entity(
@@ -172,9 +173,11 @@ def entity(
             WHERE ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})
               AND ee.entity_id <> ALL(%(anchors)s::text[])
             GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}
+        ), specific AS (
+            SELECT entity_id, degree FROM bridges WHERE degree < {DEGREE_CAP}
         ), hop AS (
             SELECT e.id, min(b.degree) AS degree, min({relevance}) AS distance
-            FROM memory_entries e JOIN entry_entities ee ON ee.entry_id = e.id JOIN bridges b ON b.entity_id = ee.entity_id
+            FROM memory_entries e JOIN entry_entities ee ON ee.entry_id = e.id JOIN specific b ON b.entity_id = ee.entity_id
             WHERE {scope_sql(scope)} AND e.id NOT IN (SELECT id FROM direct)
             GROUP BY e.id
         )
