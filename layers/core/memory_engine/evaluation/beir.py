@@ -66,6 +66,15 @@ def seed(container: Container, project_id: str, data: BeirData) -> None:
     docs = list(data.corpus.values())
     vectors = container.embedder.embed_documents([d.content for d in docs])
     insert_whole_documents(container.database, project_id, docs, vectors)
+    analyze(container)
+
+
+def analyze(container: Container) -> None:
+    """Refresh planner statistics (autovacuum would, a little later): the keyword signal reads
+    lexeme frequencies from them."""
+    with container.database.connection() as conn:
+        for table in ("memory_entries", "document_chunks", "entities", "entry_entities"):
+            conn.execute(f"ANALYZE {table}")
 
 
 def evaluate(

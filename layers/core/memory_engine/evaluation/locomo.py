@@ -124,8 +124,11 @@ def evaluate(
     configs = configs or PRESETS
     project_id = container.projects.get_or_create_project(project).id
     table = MetricTable(("R@5", "R@10", "MRR"))
+    from memory_engine.evaluation.beir import analyze
+
     for conversation in conversations:
         memory_id, labels = seed(container, project_id, conversation)
+        analyze(container)
         logger.info("seeded %s: %d turns -> %d entries", conversation.sample_id, len(conversation.turns), len(labels))
         questions = [q for q in conversation.questions if q.evidence][:max_questions]
         for row in rows:
