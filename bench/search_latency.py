@@ -1,7 +1,7 @@
 """Server-side search latency (embedding call excluded) at 10k and 100k facts (+ chunks).
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
-        [--sizes 10000,100000] [--queries 200] [--parallel]
+        [--sizes 10000,100000] [--queries 200] [--sequential]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
 vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
@@ -68,7 +68,7 @@ def main() -> int:
     parser.add_argument("--queries-file", type=Path, default=REPO.parent / "shared" / "data" / "scifact" / "queries.jsonl")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--parallel", action="store_true", help="run signals on separate connections in threads")
+    parser.add_argument("--sequential", action="store_true", help="run the signals one after another on one connection")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -84,7 +84,7 @@ def main() -> int:
         try:
             migrate(url, embedding_dim=DIM)
             database = Database(url)
-            index = PostgresKnowledgeIndex(database, parallel=args.parallel)
+            index = PostgresKnowledgeIndex(database, parallel=not args.sequential)
             with database.connection() as conn:
                 project_id = "proj_bench"
                 conn.execute("INSERT INTO projects (id, name) VALUES (%s, 'bench')", (project_id,))
@@ -110,7 +110,7 @@ def main() -> int:
             server.stop()
     if args.json:
         print(json.dumps(report, indent=2))
-    mode = "parallel (thread per signal)" if args.parallel else "sequential (one connection)"
+    mode = "sequential (one connection)" if args.sequential else "parallel (thread per signal)"
     print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each\n")
     print("| facts + chunks | preset | p50 ms | p95 ms |\n|---|---|---|---|")
     for key, row in report.items():

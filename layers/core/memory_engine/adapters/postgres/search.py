@@ -1,8 +1,8 @@
 """PostgreSQL adapter of the search index: runs the signal queries and reads result rows.
 
-Signals run either one after another on one pooled connection (one transaction; the default)
-or concurrently, one pooled connection each, in a small thread pool. docs/retrieval.md has the
-measurement that picked the default.
+Signals run concurrently, one pooled connection each, in a small thread pool (the default), or
+one after another on one pooled connection (``parallel=False``). docs/retrieval.md has the
+measurement that picked the default (hybrid p95 at 100k facts + 100k chunks: 57 ms vs 117 ms).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _prepare(conn: psycopg.Connection[Any], ef_search: int) -> None:
 class PostgresKnowledgeIndex:
     """:class:`memory_engine.ports.search.KnowledgeIndex` over the schema of migrations/0001."""
 
-    def __init__(self, database: Database, *, parallel: bool = False, max_workers: int = 4) -> None:
+    def __init__(self, database: Database, *, parallel: bool = True, max_workers: int = 4) -> None:
         self._database = database
         self._parallel = parallel
         self._max_workers = max_workers
