@@ -50,3 +50,13 @@ def test_wrong_dimension_from_backend_is_an_embedding_error() -> None:
 
     with pytest.raises(EmbeddingError, match="expected"):
         Broken().embed_documents(["x"])
+
+
+def test_length_sorted_batches_still_return_vectors_in_input_order() -> None:
+    embedder = CountingEmbedder()
+    texts = ["ccccc", "a", "dddddddd", "bb", "e"]
+    vectors = embedder.embed_documents(texts)
+    assert [sorted(batch, key=len) == batch for batch, _ in embedder.calls] == [True, True, True]
+    for text, vector in zip(texts, vectors, strict=True):
+        expected = np.array([len(text), 1.0, 0.0]) / np.linalg.norm([len(text), 1.0, 0.0])
+        assert np.allclose(vector, expected)

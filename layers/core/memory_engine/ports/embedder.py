@@ -47,12 +47,18 @@ class Embedder(ABC):
         """Embed at most ``batch_size`` texts (not necessarily normalized)."""
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
-        """Embed passages/facts for storage, in batches of ``batch_size``."""
-        out: list[Vector] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
-            out.extend(self._normalized(self._embed_batch(batch, EmbeddingKind.DOCUMENT)))
-        return out
+        """Embed passages/facts for storage, in batches of ``batch_size``; results in input order.
+
+        Texts are batched by length so a batch pads to similar lengths (measured ~40% more
+        throughput on the local model, docs/embeddings.md)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[Vector | None] = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            indexes = order[start : start + self.batch_size]
+            vectors = self._normalized(self._embed_batch([texts[i] for i in indexes], EmbeddingKind.DOCUMENT))
+            for index, vector in zip(indexes, vectors, strict=True):
+                out[index] = vector
+        return [v for v in out if v is not None]
 
     def embed_document(self, text: str) -> Vector:
         return self.embed_documents([text])[0]
