@@ -15,7 +15,7 @@ from memory_engine.domain.search_models import DocumentScope, MemoryScope, Signa
 from memory_engine.evaluation import synthetic
 from tests.conftest import shared_data
 
-ROWS = 20_000
+ROWS = 10_000
 
 
 class Explaining:
