@@ -174,9 +174,11 @@ def test_structured_fields_round_trip_and_are_validated(api: ApiClient) -> None:
     created = _write(api, memory["id"], "Dana moved to Lisbon in March 2024.", **body)
     assert created.status == 201, created.json
     entry = created.json
-    assert entry["confidence"] == 0.8 and entry["valid_from"].startswith("2024-03-01T00:00:00") and entry["valid_from"][-1] in "Z0"
+    assert entry["confidence"] == 0.8
+    assert entry["valid_from"].startswith("2024-03-01T00:00:00") and entry["valid_from"][-1] in "Z0"
     assert [(e["name"], e["role"]) for e in entry["entities"]] == [("Dana", "subject"), ("Lisbon", "object")]
-    assert (entry["source_conversation_id"], entry["source_generation_id"], entry["source_event_id"]) == ("conv-1", "turn-1", "evt-1")
+    provenance = (entry["source_conversation_id"], entry["source_generation_id"], entry["source_event_id"])
+    assert provenance == ("conv-1", "turn-1", "evt-1")
     bad_window = _write(api, memory["id"], "Another fact about windows.", valid_from="2025-01-01T00:00:00Z",
                         valid_to="2024-01-01T00:00:00Z")
     assert bad_window.status == 422
