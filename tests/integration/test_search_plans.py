@@ -89,3 +89,15 @@ def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -
     assert "memory_entries_tsv_idx" in explain(container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD))
     assert "document_chunks_tsv_idx" in explain(
         container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD))
+
+
+def test_hub_degrees_walk_the_entity_index(container: Container, seeded: dict[str, str]) -> None:
+    # the capped per-anchor count starts from the anchor's links, never from the scope's rows
+    scope = MemoryScope(memory_ids=(seeded["memory_id"],))
+    with container.database.connection() as conn:
+        row = conn.execute(
+            "SELECT ee.entity_id FROM entry_entities ee GROUP BY ee.entity_id ORDER BY count(*) DESC LIMIT 1"
+        ).fetchone()
+    assert row is not None
+    used = explain(container, mems.split_hubs, seeded["project_id"], scope, [row["entity_id"]])
+    assert "entry_entities_entity_idx" in used

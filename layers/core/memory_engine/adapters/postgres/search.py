@@ -67,9 +67,9 @@ class PostgresKnowledgeIndex:
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
-                anchors = mems.anchor_entities(conn, project_id, q)
+                anchors, hubs = mems.split_hubs(conn, project_id, m, mems.anchor_entities(conn, project_id, q))
                 out.anchors = anchors
-                return mems.entity(conn, project_id, m, q, anchors)
+                return mems.entity(conn, project_id, m, q, anchors, hubs)
 
             tasks["memory:entity"] = entity
         if Signal.RECENCY in q.signals and m is not None:

@@ -139,13 +139,60 @@ ANCHOR_FANOUT_CAP = 500
 DEGREE_CAP = 50
 
 
+#: An anchor is a HUB, and the entity signal skips it, when it touches more than this share of the
+#: live facts in the searched scope: its facts are then "most of the memory by cosine", a near copy
+#: of the vector list (LoCoMo's speakers, an agent memory's "user"), not a specific thing named ...
+HUB_SHARE = 0.2
+#: ... and at least this many of them, so a small memory is never judged by shares;
+HUB_MIN_DEGREE = 20
+#: or when it touches more than this many, whatever the scope's size: twice ``ANCHOR_FANOUT_CAP``,
+#: so its facts could not be ranked in full anyway. It bounds both counts of :func:`split_hubs`:
+#: an anchor's facts are counted up to this + 1, the scope's up to this / ``HUB_SHARE`` (5,000).
+HUB_MAX_DEGREE = 1_000
+
+
+def split_hubs(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str]
+) -> tuple[list[str], list[str]]:
+    """``(specific, hubs)``: the anchors in their order, split by the hub rule above.
+
+    Capped counts only: each anchor's live facts in the scope (at most ``HUB_MAX_DEGREE + 1``
+    links read), then, only when an anchor's degree is between ``HUB_MIN_DEGREE`` and
+    ``HUB_MAX_DEGREE``, the scope's live facts up to ``largest such degree / HUB_SHARE`` (beyond
+    that no anchor can be a hub by share). Exact for every scope size."""
+    if not anchors:
+        return [], []
+    cap = HUB_MAX_DEGREE + 1
+    rows = conn.execute(
+        f"""SELECT a.id, capped.links, capped.degree FROM unnest(%(anchors)s::text[]) a(id),
+            LATERAL (SELECT count(*) AS links, count(DISTINCT entry_id) AS degree FROM (
+                SELECT ee.entry_id FROM entry_entities ee JOIN memory_entries e ON e.id = ee.entry_id
+                WHERE ee.entity_id = a.id AND {scope_sql(scope)} LIMIT {cap}) l) capped""",
+        scope_params(project_id, scope) | {"anchors": anchors},
+    ).fetchall()
+    degrees = {row["id"]: cap if row["links"] >= cap else int(row["degree"]) for row in rows}
+    hubs = {a for a, d in degrees.items() if d > HUB_MAX_DEGREE}
+    by_share = [d for d in degrees.values() if HUB_MIN_DEGREE <= d <= HUB_MAX_DEGREE]
+    if by_share:
+        size_cap = int(max(by_share) / HUB_SHARE) + 1
+        size_row = conn.execute(
+            f"SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE {scope_sql(scope)} LIMIT %(cap)s) live",
+            scope_params(project_id, scope) | {"cap": size_cap},
+        ).fetchone()
+        size = int(size_row["n"]) if size_row else 0
+        hubs |= {a for a, d in degrees.items() if HUB_MIN_DEGREE <= d <= HUB_MAX_DEGREE and d > HUB_SHARE * size}
+    return [a for a in anchors if a not in hubs], [a for a in anchors if a in hubs]
+
+
 def entity(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, anchors: list[str]
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, anchors: list[str],
+    hubs: list[str] | None = None,
 ) -> list[ResultKey]:
     """Every live fact touching an anchor, ordered by relevance to the query (cosine to its
     embedding; ``ts_rank`` when there is no embedding), never by row order; then, as a second
     tier, facts one hop away through the most specific other entities of the best direct facts
-    (how "anything good on Netflix tonight?" reaches "user's favourite show is breaking bad")."""
+    (how "anything good on Netflix tonight?" reaches "user's favourite show is breaking bad").
+    ``hubs`` (see :func:`split_hubs`) are neither anchors nor bridges."""
     if not anchors:
         return []
     if q.embedding is not None:
@@ -171,7 +218,7 @@ def entity(
                                           LIMIT {DEGREE_CAP}) capped) AS degree
             FROM entry_entities ee
             WHERE ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})
-              AND ee.entity_id <> ALL(%(anchors)s::text[])
+              AND ee.entity_id <> ALL(%(anchors)s::text[]) AND ee.entity_id <> ALL(%(hubs)s::text[])
             GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}
         ), specific AS (
             SELECT entity_id, degree FROM bridges WHERE degree < {DEGREE_CAP}
@@ -187,7 +234,8 @@ def entity(
         ) ranked ORDER BY tier, degree, distance NULLS LAST, id LIMIT %(depth)s
     """
     params = scope_params(project_id, scope) | {
-        "anchors": anchors, "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
+        "anchors": anchors, "hubs": list(hubs or []),
+        "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
     }
     return _keys(conn.execute(sql, params).fetchall())
 
