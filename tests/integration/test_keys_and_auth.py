@@ -79,3 +79,11 @@ def test_invalid_json_is_400_and_bad_fields_are_422_with_details(api: ApiClient)
     assert bad_field.status == 422 and bad_field.json["error"]["details"][0]["field"] == "inputs.0"
     unknown_route = api.get("/v1/nothing-here")
     assert unknown_route.status == 404 and unknown_route.json["error"]["code"] == "not_found"
+
+
+def test_a_json_body_sent_as_curl_form_data_is_read_as_json(api: ApiClient) -> None:
+    # Given `curl -d '{...}'` without a content type: curl labels the body form-encoded
+    response = api.post("/v1/embeddings", {"input": "hello"}, headers={"content-type": "application/x-www-form-urlencoded"})
+    # Then the API still reads it as JSON
+    assert response.status == 200, response.json
+    assert len(response.json["data"][0]["embedding"]) == 384

@@ -38,6 +38,7 @@ class EngineResolver(APIGatewayHttpResolver):
     :func:`memory_engine.http.auth.require`."""
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        event = _json_by_default(event)
         path = event.get("rawPath") or event.get("requestContext", {}).get("http", {}).get("path", "")
         if path not in PUBLIC_PATHS:
             headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
@@ -57,6 +58,24 @@ class EngineResolver(APIGatewayHttpResolver):
             finally:
                 current_principal.reset(token)
         return super().resolve(event, context)
+
+
+def _json_by_default(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The API speaks JSON. `curl -d '{...}'` labels its body form-encoded (and some clients send no
+    content type at all); a body that is a JSON object or array is read as JSON either way."""
+    headers = event.get("headers") or {}
+    content_type = next((str(v) for k, v in headers.items() if str(k).lower() == "content-type"), "")
+    body = event.get("body")
+    if (
+        isinstance(body, str)
+        and not event.get("isBase64Encoded")
+        and content_type.split(";")[0].strip().lower() in ("", "application/x-www-form-urlencoded")
+        and body.lstrip()[:1] in ("{", "[")
+    ):
+        fixed = {k: v for k, v in headers.items() if str(k).lower() != "content-type"}
+        fixed["content-type"] = "application/json"
+        return {**event, "headers": fixed}
+    return event
 
 
 def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
