@@ -72,6 +72,19 @@ def test_duplicate_is_skipped_and_threshold_is_per_request(container: Container,
     assert _live(container, project_id, memory_id) == [ALLERGY]
 
 
+def test_the_same_sentence_is_a_duplicate_whatever_anchor_it_was_embedded_with(
+        container: Container, project_id: str, memory_id: str, chat: ScriptedChat) -> None:
+    # Given a fact written with entities (embedded anchor-enriched: "<fact>. About: Alice.")
+    first = _write(container, project_id, memory_id, "Alice watches Breaking Bad on Netflix.",
+                   entities=[EntityRef(name="Alice", type="person")])
+    # When the same sentence is written again without entities (embedded bare)
+    again = _write(container, project_id, memory_id, "Alice watches Breaking Bad on Netflix.")
+    # Then it is skipped as the same fact, even at the strictest threshold
+    strict = _write(container, project_id, memory_id, "Alice watches Breaking Bad on Netflix.", threshold=1.0)
+    assert first.action == "created" and (again.action, strict.action) == ("skipped", "skipped")
+    assert again.entry.id == strict.entry.id == first.entry.id
+
+
 def test_manual_path_never_merges_even_when_the_model_would(container: Container, project_id: str, memory_id: str,
                                                             chat: ScriptedChat) -> None:
     chat.script(json.dumps({"decision": "merge", "content": "merged", "reason": "same"}))

@@ -117,9 +117,11 @@ class PostgresWriteSession:
 
     def shortlist(self, embedding: Vector, k: int, *, content: str | None = None) -> list[Candidate]:
         # The HNSW scan is approximate, so an identical live fact (same content) is looked up
-        # exactly in the same round trip (memory_entries_live_content_idx) and always competes.
+        # exactly in the same round trip (memory_entries_live_content_idx) and always competes, as
+        # similarity 1: the same sentence is the same fact even when the two were embedded with
+        # different anchors ("<fact>. About: <anchor>.") or one has no vector.
         rows = self._conn.execute(
-            f"(SELECT {ENTRY_SELECT}, coalesce(1 - (e.embedding <=> %(v)s), 1.0) AS similarity FROM memory_entries e"
+            f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"
             " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
             " AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
             " UNION ALL"
