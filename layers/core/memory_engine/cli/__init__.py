@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from memory_engine import __version__
@@ -24,6 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Locally there is no CloudWatch or X-Ray: keep EMF metric lines and tracing out of the terminal.
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
