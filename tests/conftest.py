@@ -87,12 +87,19 @@ def chat_model() -> ChatModel:
 
 
 @pytest.fixture(scope="module")
-def container(database_url: str, embedder: OnnxMiniLMEmbedder, chat_model: ChatModel) -> Iterator[Container]:
-    settings = Settings(DATABASE_URL=database_url)  # type: ignore[call-arg]
+def container(
+    database_url: str, embedder: OnnxMiniLMEmbedder, chat_model: ChatModel, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Container]:
+    """The module's container: its database, the real model, and a MEMORY_ENGINE_HOME of its own
+    (local blob folder, drop folder)."""
+    home = tmp_path_factory.mktemp("home")
+    settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home))  # type: ignore[call-arg]
     built = Container(settings, embedder=embedder, chat_model=chat_model)
     set_container(built)
     yield built
     set_container(None)
+    if "pipeline_starter" in built.__dict__:
+        built.pipeline_starter.shutdown()
     built.close()
 
 

@@ -3,29 +3,16 @@ upload route and the drop-folder watcher: one upload flow in the local shape."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
 from memory_engine.adapters.local.drop_folder import DropFolderWatcher
-from memory_engine.bootstrap import Container, set_container
-from memory_engine.settings import Settings
+from memory_engine.bootstrap import Container
 from tests.support.api_client import ApiClient
 
 TEXT = "\n\n".join(f"Section {i}. Knowledge about the fjord number {i} and its glaciers." for i in range(30))
 
-
-@pytest.fixture(scope="module")
-def container(database_url: str, embedder, chat_model, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:  # type: ignore[no-untyped-def]
-    home = tmp_path_factory.mktemp("home")
-    built = Container(Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home)),  # type: ignore[call-arg]
-                      embedder=embedder, chat_model=chat_model)
-    set_container(built)
-    yield built
-    set_container(None)
-    built.pipeline_starter.shutdown()
-    built.close()
 
 
 def test_create_from_text_waits_until_ready_and_reports_status(api: ApiClient) -> None:

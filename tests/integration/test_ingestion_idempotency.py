@@ -3,31 +3,19 @@ unchanged re-uploads, and re-ingest swapping chunk generations atomically."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from memory_engine.bootstrap import Container, set_container
+from memory_engine.bootstrap import Container
 from memory_engine.domain.documents import DocumentRun, EmbedBatchInput
 from memory_engine.errors import EmbeddingThrottled
 from memory_engine.services.ingestion import steps
 from memory_engine.services.ingestion.documents import CreateTextDocument, ReingestRequest, reingest
-from memory_engine.settings import Settings
 from tests.support.ingestion import fast_runner, object_created_event
 
 TEXT = "\n\n".join(f"Paragraph {i}: the pipeline stores chunk number {i} about topic {i % 7}." for i in range(60))
 
-
-@pytest.fixture(scope="module")
-def container(database_url: str, embedder, chat_model, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:  # type: ignore[no-untyped-def]
-    home = tmp_path_factory.mktemp("home")
-    built = Container(Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home)),  # type: ignore[call-arg]
-                      embedder=embedder, chat_model=chat_model)
-    set_container(built)
-    yield built
-    set_container(None)
-    built.close()
 
 
 @pytest.fixture(scope="module")

@@ -5,30 +5,14 @@ executed by the local runner calling the Lambda handlers."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pypdf import PdfWriter
 
 from memory_engine.bootstrap import Container
-from memory_engine.settings import Settings
 from tests.conftest import shared_data
 from tests.support.ingestion import upload_and_ingest
-
-
-@pytest.fixture(scope="module")
-def container(database_url: str, embedder, chat_model, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Container]:  # type: ignore[no-untyped-def]
-    """The shared container shape, with a local blob folder of its own."""
-    from memory_engine.bootstrap import set_container
-
-    home = tmp_path_factory.mktemp("home")
-    built = Container(Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home)),  # type: ignore[call-arg]
-                      embedder=embedder, chat_model=chat_model)
-    set_container(built)
-    yield built
-    set_container(None)
-    built.close()
 
 
 @pytest.fixture(scope="module")
