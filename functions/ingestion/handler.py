@@ -7,9 +7,11 @@ payload as JSON. Errors propagate: their class name is the ``errorType`` ASL Ret
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Tracer
+from pydantic import BaseModel
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.documents import DocumentRun, EmbedBatchInput, FailedRun, S3ObjectCreatedEvent
@@ -18,45 +20,48 @@ from memory_engine.services.ingestion import steps
 logger = Logger(service="memory-engine-ingestion")
 tracer = Tracer(service="memory-engine-ingestion")
 
+In = TypeVar("In", bound=BaseModel)
+
+
+def _run(step: Callable[[In, steps.IngestionPorts], BaseModel], payload: type[In], event: dict[str, Any]) -> dict[str, Any]:
+    """Parse the state input, run one step, return the next state's input as JSON."""
+    return step(payload.model_validate(event), get_container().ingestion_ports).model_dump(mode="json")
+
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 def register(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """S3 "Object Created" EventBridge event -> DocumentRun (``skip`` when nothing changed)."""
-    return steps.register(
-        S3ObjectCreatedEvent.model_validate(event), get_container().ingestion_ports
-    ).model_dump(mode="json")
+    return _run(steps.register, S3ObjectCreatedEvent, event)
 
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 def extract(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return steps.extract(DocumentRun.model_validate(event), get_container().ingestion_ports).model_dump(mode="json")
+    return _run(steps.extract, DocumentRun, event)
 
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 def chunk(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return steps.chunk(DocumentRun.model_validate(event), get_container().ingestion_ports).model_dump(mode="json")
+    return _run(steps.chunk, DocumentRun, event)
 
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 def embed_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """One item of the EmbedBatches Map: ``{project_id, document_id, generation, batch}``."""
-    return steps.embed_batch(EmbedBatchInput.model_validate(event), get_container().ingestion_ports).model_dump(
-        mode="json"
-    )
+    return _run(steps.embed_batch, EmbedBatchInput, event)
 
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 def finalize(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return steps.finalize(DocumentRun.model_validate(event), get_container().ingestion_ports).model_dump(mode="json")
+    return _run(steps.finalize, DocumentRun, event)
 
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 def mark_failed(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Catch-all: the failing step's input plus ``failure: {Error, Cause}``."""
-    return steps.mark_failed(FailedRun.model_validate(event), get_container().ingestion_ports).model_dump(mode="json")
+    return _run(steps.mark_failed, FailedRun, event)

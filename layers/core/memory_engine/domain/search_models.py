@@ -75,15 +75,20 @@ class EntityLink(BaseModel):
     role: str
 
 
-class MemoryResult(BaseModel):
-    """A memory fact (entry) in the results."""
+class _Result(BaseModel):
+    """Fields every result carries, whatever its source."""
 
-    source_type: Literal["memory"] = "memory"
     id: str
     content: str
     score: float
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)
+
+
+class MemoryResult(_Result):
+    """A memory fact (entry) in the results."""
+
+    source_type: Literal["memory"] = "memory"
     memory_id: str
     memory_name: str
     tags: list[str] = Field(default_factory=list)
@@ -106,15 +111,10 @@ class MemoryResult(BaseModel):
         return self.entities[0].name if self.entities else None
 
 
-class DocumentResult(BaseModel):
+class DocumentResult(_Result):
     """A document chunk in the results."""
 
     source_type: Literal["document"] = "document"
-    id: str
-    content: str
-    score: float
-    similarity_score: float | None = None
-    signal_ranks: dict[str, int] = Field(default_factory=dict)
     document_id: str
     path: str
     title: str | None = None
