@@ -103,7 +103,9 @@ def load_locomo(path: Path, limit_units: int | None, limit_queries: int | None) 
         if not turns:
             break
         seeded = {t.dia_id for t in turns}
-        questions = [q for q in conv.questions if q.evidence and q.evidence <= seeded]
+        # all of a conversation: the harness's questions (evidence may name a turn with no text);
+        # part of it: only questions whose evidence was loaded
+        questions = [q for q in conv.questions if q.evidence and (limit_units is None or q.evidence <= seeded)]
         conversations.append(locomo.Conversation(conv.sample_id, turns, questions))
     units = [
         Unit(t.text, c.sample_id, t.dia_id, {"conversation": c.sample_id, "speaker": t.speaker, "dia_id": t.dia_id,
