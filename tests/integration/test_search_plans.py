@@ -86,9 +86,11 @@ def test_vector_queries_use_hnsw(container: Container, seeded: dict[str, str]) -
 
 def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -> None:
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
-    assert "memory_entries_tsv_idx" in explain(container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD))
+    stats = (ROWS, 20.0)
+    assert "memory_entries_tsv_idx" in explain(
+        container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats)
     assert "document_chunks_tsv_idx" in explain(
-        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD))
+        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD), stats)
 
 
 def test_hub_degrees_walk_the_entity_index(container: Container, seeded: dict[str, str]) -> None:

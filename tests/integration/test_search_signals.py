@@ -1,4 +1,4 @@
-"""Each signal alone finds what it should; RRF fuses them; the Netflix example end to end."""
+"""Each signal alone finds what it should; convex fusion combines them; the Netflix example end to end."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from memory_engine.bootstrap import Container
+from memory_engine.domain.search_config import HYBRID, Signal
 from tests.support.api_client import ApiClient
 from tests.support.search_seed import Seeder
 
@@ -106,13 +107,16 @@ def test_entity_signal_orders_by_relevance_not_row_order(api: ApiClient, world: 
     assert ids_of(body)[0] == world["coffee"]
 
 
-def test_hybrid_fuses_with_rrf_and_reports_every_rank(api: ApiClient, world: dict[str, Any]) -> None:
+def test_hybrid_fuses_normalized_scores_and_reports_every_rank(api: ApiClient, world: dict[str, Any]) -> None:
     body = search(api, query="user hiking in the alps", memory_ids=[world["mem"]], limit=3)
     top = body["results"][0]
     assert top["id"] == world["hiking"]
-    assert set(top["signal_ranks"]) == {"vector", "keyword", "entity"}
-    expected = sum(1 / (60 + rank) for rank in top["signal_ranks"].values())
-    assert top["score"] == pytest.approx(expected, abs=1e-6)
+    assert top["signal_ranks"] == {"vector": 1, "keyword": 1, "entity": 1}
+    # first in every list: vector 1.0 + keyword 1.0 + entity 0.5 x 1.0, plus the subject boost
+    # ("user" is named in the query and is the fact's subject); no conversation, no neighbours
+    config = HYBRID
+    expected = config.weight(Signal.VECTOR) + config.weight(Signal.KEYWORD) + config.weight(Signal.ENTITY)
+    assert top["score"] == pytest.approx(expected + config.subject_boost, abs=1e-5)
     scores = [r["score"] for r in body["results"]]
     assert scores == sorted(scores, reverse=True)
 

@@ -55,12 +55,12 @@ def anchor_name(links: Sequence[EntityLink]) -> str | None:
     return links[0].display_name if links else None
 
 
-def embedding_text(content: str, anchor: str | None) -> str:
+def embedding_text(content: str, anchor: str | None, *, context: str | None = None) -> str:
     """What gets embedded for a fact: ``"<fact>. About: <anchor>."`` when it has an anchor
-    (the Memory Soda design: the anchor becomes prominent in vector space), else the bare fact."""
+    (the Memory Soda design: the anchor becomes prominent in vector space), else the bare fact;
+    after its ``context`` line when it has one (the turn before it: "Yes, last Tuesday!" alone
+    means nothing)."""
     text = content.strip()
-    if not anchor:
-        return text
-    if text.endswith((".", "!", "?")):
-        return f"{text} About: {anchor}."
-    return f"{text}. About: {anchor}."
+    if anchor:
+        text = f"{text} About: {anchor}." if text.endswith((".", "!", "?")) else f"{text}. About: {anchor}."
+    return f"{context.strip()}\n{text}" if context and context.strip() else text

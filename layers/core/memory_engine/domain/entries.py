@@ -28,6 +28,8 @@ MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 2_000
 MAX_FIELD_CHARS = 1_000  # subject / predicate / object / provenance ids
 MAX_QUOTE_CHARS = 4_000
+#: The text around a fact in its source (e.g. the preceding turn) that is indexed with it.
+MAX_CONTEXT_CHARS = 2_000
 
 SourceType = Literal["manual", "agent", "extraction", "orchestration"]
 EntityRole = Literal["subject", "object", "mention"]
@@ -124,6 +126,11 @@ class NewEntry(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     source_quote: str | None = Field(None, max_length=MAX_QUOTE_CHARS)
+    #: What surrounds the fact in its source, e.g. the turn before it: indexed for keyword search
+    #: at half weight and embedded with the fact, never returned as its content. When it is None
+    #: and ``source_conversation_id`` is set, the write takes the conversation's previous entry in
+    #: this memory (``"<subject>: <content>"``); extraction writes self-contained facts without it.
+    context: str | None = Field(None, max_length=MAX_CONTEXT_CHARS)
     source_conversation_id: ShortText | None = None
     source_generation_id: ShortText | None = None
     source_event_id: ShortText | None = None
@@ -178,6 +185,7 @@ class MemoryEntry(BaseModel):
     entities: list[EntryEntity]
     confidence: float
     source_quote: str | None
+    context: str | None = None
     valid_from: datetime | None
     valid_to: datetime | None
     source_conversation_id: str | None

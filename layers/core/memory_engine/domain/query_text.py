@@ -1,8 +1,10 @@
-"""Pure helpers that read a query's text: entity-name candidates and keyword mode."""
+"""Pure helpers that read a query's text: entity-name candidates, keyword mode, dates named."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
 
 from memory_engine.domain.entities import normalize_entity_name
 
@@ -38,3 +40,59 @@ def name_candidates(query: str, *, max_words: int = MAX_NAME_WORDS) -> list[str]
 def uses_websearch_syntax(query: str) -> bool:
     """True when the caller wrote ``websearch_to_tsquery`` syntax (quotes, ``or``, ``-term``)."""
     return bool(_WEBSEARCH_SYNTAX.search(query))
+
+
+_MONTHS = {
+    name: number for number, name in enumerate(
+        ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+         "november", "december"), start=1)
+}
+_MONTH_NAMES = "|".join(_MONTHS)
+#: Month names that are also common words: a month only when capitalized or with a day or year.
+_ALSO_WORDS = frozenset({"may", "march"})
+_DATE = re.compile(
+    rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH_NAMES})\b"
+    rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s*(?P<year>(?:19|20)\d\d)\b)?"
+    r"|\b(?P<iso>(?:19|20)\d\d-\d\d-\d\d)\b|\b(?:in|of|during|since)\s+(?P<lone_year>(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class DateMention:
+    """A calendar date or period named in a query ("on 11 December, 2023", "in May 2023", "in
+    June", "in 2022"): the parts it fixes; a missing part matches any value."""
+
+    year: int | None = None
+    month: int | None = None
+    day: int | None = None
+
+    def matches(self, when: datetime | None) -> bool:
+        if when is None:
+            return False
+        return (
+            (self.year is None or when.year == self.year)
+            and (self.month is None or when.month == self.month)
+            and (self.day is None or when.day == self.day)
+        )
+
+
+def date_mentions(query: str) -> list[DateMention]:
+    """Explicit dates and periods in ``query`` (English month names, ISO dates, "in 2022"). Only
+    what is written: relative phrases ("last week") are not resolved."""
+    out: list[DateMention] = []
+    for match in _DATE.finditer(query):
+        if match["iso"]:
+            iso_year, iso_month, iso_day = (int(p) for p in match["iso"].split("-"))
+            if 1 <= iso_month <= 12 and 1 <= iso_day <= 31:
+                out.append(DateMention(iso_year, iso_month, iso_day))
+        elif match["lone_year"]:
+            out.append(DateMention(int(match["lone_year"])))
+        else:
+            bare = not (match["day1"] or match["day2"] or match["year"])
+            if bare and match["month"].lower() in _ALSO_WORDS and not match["month"][0].isupper():
+                continue  # "may I ask", "march on": a word, not a month
+            day_text = match["day1"] or match["day2"]
+            day = int(day_text) if day_text and 1 <= int(day_text) <= 31 else None
+            out.append(DateMention(int(match["year"]) if match["year"] else None, _MONTHS[match["month"].lower()], day))
+    return list(dict.fromkeys(out))

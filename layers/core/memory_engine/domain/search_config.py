@@ -8,6 +8,7 @@ in docs/retrieval.md are produced by exactly the configs the API serves.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,10 +35,25 @@ class SearchConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     signals: frozenset[Signal] = frozenset(REQUESTABLE_SIGNALS)
-    #: RRF constant.
+    #: ``convex``: weighted sum of normalized scores plus query features and neighbour context
+    #: (domain/fusion.py); ``rrf``: Reciprocal Rank Fusion of the lists alone (search v1).
+    fusion: Literal["convex", "rrf"] = "convex"
+    #: RRF constant (``fusion="rrf"``).
     rrf_k: int = Field(RRF_K, ge=0)
-    #: Per-signal multipliers of the RRF contribution (missing = 1.0).
-    weights: dict[Signal, float] = Field(default_factory=dict)
+    #: Per-signal weights (missing = 1.0): of the normalized score (convex) or of the RRF term.
+    weights: dict[Signal, float] = Field(default_factory=lambda: {Signal.ENTITY: 0.5})
+    #: Added when the fact's subject entity is named in the query (convex only).
+    subject_boost: float = Field(0.6, ge=0.0)
+    #: Added when the fact's ``valid_from`` falls on a date or period the query names (convex only).
+    date_boost: float = Field(0.4, ge=0.0)
+    #: Neighbour context (convex only): rows up to ``neighbour_window`` steps away in the same
+    #: conversation (facts) or document (chunks) lend ``neighbour_weight`` x their score, times
+    #: ``neighbour_decay`` per step beyond the first; the best ``neighbour_expand`` candidates
+    #: have their neighbours read even when no signal listed them.
+    neighbour_window: int = Field(2, ge=0, le=5)
+    neighbour_weight: float = Field(0.3, ge=0.0)
+    neighbour_decay: float = Field(0.5, ge=0.0, le=1.0)
+    neighbour_expand: int = Field(20, ge=0, le=100)
     #: Each signal returns ``max(limit * depth_factor, min_depth)`` candidates per source.
     depth_factor: int = Field(3, ge=1)
     min_depth: int = Field(30, ge=1)
@@ -62,10 +78,22 @@ class SearchConfig(BaseModel):
         return signal in self.signals
 
 
+    def single_signal(self, signal: Signal) -> SearchConfig:
+        """One signal alone, ranked by its own score: no query features, no neighbours."""
+        return self.model_copy(update={
+            "signals": frozenset({signal}), "subject_boost": 0.0, "date_boost": 0.0, "neighbour_window": 0,
+            "weights": {signal: 1.0},
+        })
+
+
 HYBRID = SearchConfig()
-VECTOR_ONLY = HYBRID.with_signals({Signal.VECTOR})
-KEYWORD_ONLY = HYBRID.with_signals({Signal.KEYWORD})
-ENTITY_ONLY = HYBRID.with_signals({Signal.ENTITY})
+VECTOR_ONLY = HYBRID.single_signal(Signal.VECTOR)
+KEYWORD_ONLY = HYBRID.single_signal(Signal.KEYWORD)
+ENTITY_ONLY = HYBRID.single_signal(Signal.ENTITY)
+#: Search v1 for comparison: the three signals fused by RRF (k = 60), nothing else.
+RRF_V1 = HYBRID.model_copy(update={
+    "fusion": "rrf", "weights": {}, "subject_boost": 0.0, "date_boost": 0.0, "neighbour_window": 0,
+})
 
 #: Named presets (graphiti's ``search_config_recipes`` idea): the API default is ``hybrid``.
 PRESETS: dict[str, SearchConfig] = {
@@ -73,6 +101,7 @@ PRESETS: dict[str, SearchConfig] = {
     "vector_only": VECTOR_ONLY,
     "keyword_only": KEYWORD_ONLY,
     "entity_only": ENTITY_ONLY,
+    "rrf_v1": RRF_V1,
 }
 
 

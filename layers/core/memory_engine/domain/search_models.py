@@ -214,12 +214,47 @@ class Scopes:
 
 
 @dataclass
+class ScoredKeys:
+    """One signal's answer for one source: keys best first with their raw scores (cosine for
+    vector, BM25 for keyword); a keyword answer also carries the query's ``idfs`` and the
+    scope's ``avgdl`` so any other row can be scored the same way."""
+
+    keys: list[ResultKey]
+    scores: list[float]
+    idfs: dict[str, float] = field(default_factory=dict)
+    avgdl: float = 1.0
+
+
+@dataclass
 class RankedLists:
-    """What the index answers for one query: per ``source:signal`` list, keys best first, plus
-    notes on anything it had to skip."""
+    """What the index answers for one query: per ``source:signal`` list, keys best first (and
+    their raw scores for scored signals), plus notes on anything it had to skip."""
 
     lists: dict[str, list[ResultKey]] = field(default_factory=dict)
+    scores: dict[str, list[float]] = field(default_factory=dict)
+    #: Per source: the keyword statistics (``idfs``, ``avgdl``) of this query.
+    keyword_stats: dict[str, tuple[dict[str, float], float]] = field(default_factory=dict)
     anchors: list[str] = field(default_factory=list)
+
+    def add(self, name: str, answer: ScoredKeys | list[ResultKey]) -> None:
+        if isinstance(answer, ScoredKeys):
+            self.lists[name] = answer.keys
+            self.scores[name] = answer.scores
+            if answer.idfs:
+                self.keyword_stats[name.split(":", 1)[0]] = (answer.idfs, answer.avgdl)
+        else:
+            self.lists[name] = answer
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A row considered for the final ranking, with what fusion needs beyond the row itself:
+    its BM25 score under the query's statistics and the rows right before it in its
+    conversation (or document), nearest first."""
+
+    result: MemoryResult | DocumentResult
+    bm25: float = 0.0
+    previous: tuple[ResultKey, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,9 @@ def load(path: Path, *, max_conversations: int | None = None, max_sessions: int 
 
 
 def seed(container: Container, project_id: str, conversation: Conversation) -> tuple[str, dict[str, frozenset[str]]]:
-    """Write one conversation through the funnel; returns (memory id, entry id -> dia ids)."""
+    """Write one conversation through the funnel, each session as its own source conversation (so
+    every turn gets the turn before it as context, as any client writing turns with
+    ``source_conversation_id`` does); returns (memory id, entry id -> dia ids)."""
     from memory_engine.domain.entries import EntityRef, NewEntry
 
     memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
@@ -109,6 +111,7 @@ def seed(container: Container, project_id: str, conversation: Conversation) -> t
         entry = NewEntry(
             memory_id=memory.id, content=turn.text, subject=turn.speaker, entities=[EntityRef(name=turn.speaker, type="person")],
             valid_from=turn.when, metadata={"dia_id": turn.dia_id}, source_type="manual",
+            source_conversation_id=f"{conversation.sample_id}/{turn.dia_id.split(':', 1)[0]}",
         )
         # 1.0: only exact repeats are skipped; their dia_id then labels the surviving entry
         result = container.write_entry(project_id=project_id, entry=entry, duplicate_threshold=1.0)

@@ -76,7 +76,7 @@ class EntryWriteSession(Protocol):
     def get_live(self, entry_id: str) -> MemoryEntry | None: ...
     def insert(
         self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
-        entity_vectors: EntityVectors,
+        entity_vectors: EntityVectors, context: str | None = None,
     ) -> MemoryEntry: ...
     def merge_into(
         self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
@@ -92,6 +92,11 @@ class EntryRepository(Protocol):
     def write_session(self, project_id: str, memory_id: str) -> contextlib.AbstractContextManager[EntryWriteSession]:
         """A transaction that holds ``pg_advisory_xact_lock`` on the memory: writes to one memory
         are serialized. Raises NotFound when the memory is not in the project."""
+        ...
+
+    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> str | None:
+        """``"<subject>: <content>"`` (or the content) of the most recent live entry of
+        ``conversation_id`` in the memory; None when there is none."""
         ...
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
         """Any entry of the project, invalidated ones too (audit). Raises NotFound."""

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from memory_engine.domain.search_models import (
+    Candidate,
     DocumentResult,
     EpisodeResult,
     MemoryResult,
@@ -24,7 +25,17 @@ class KnowledgeIndex(Protocol):
 
     def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         """For each signal in ``query.signals`` and each source in ``scopes``, the keys of at most
-        ``query.depth`` live candidates, best first, under list names ``"<source>:<signal>"``."""
+        ``query.depth`` live candidates, best first, under list names ``"<source>:<signal>"``
+        (with raw scores for vector and keyword, and the keyword statistics per source)."""
+        ...
+
+    def candidates(
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Any, *, top: Sequence[ResultKey],
+        window: int, raw: bool = False,
+    ) -> dict[ResultKey, Candidate]:
+        """Every listed row still in scope, plus the rows within ``window`` steps of each of ``top``
+        in its conversation (facts) or document (chunks), with their cosine to ``embedding``, their
+        BM25 score under ``ranked.keyword_stats`` and their previous neighbours."""
         ...
 
     def fetch(

@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from memory_engine.domain.query_text import name_candidates, uses_websearch_syntax
+from memory_engine.domain.fusion import fuse, top_keys
+from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
 from memory_engine.domain.render import render
 from memory_engine.domain.rrf import rrf
 from memory_engine.domain.search_config import HYBRID, SearchConfig, Signal
 from memory_engine.domain.search_models import (
     DocumentResult,
     MemoryResult,
+    RankedLists,
     Scopes,
     SearchRequest,
     SearchResponse,
@@ -114,6 +116,29 @@ def _ranked(
         keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
     )
     ranked = index.rank(project_id, query, scopes)
+    if config.fusion == "rrf":
+        return _rrf_results(index, project_id, request, config, ranked, embedding, raw=raw)
+    window = config.neighbour_window if config.neighbour_weight > 0 else 0
+    top = top_keys(ranked, config, config.neighbour_expand) if window else []
+    candidates = index.candidates(project_id, scopes, ranked, embedding, top=top, window=window, raw=raw)
+    names = frozenset(query.entity_names) if config.subject_boost else frozenset()
+    dates = date_mentions(request.query) if config.date_boost and request.query else []
+    fused = fuse(ranked, candidates, config, names=names, dates=dates)
+    if request.min_score is not None:
+        fused = [f for f in fused if f.score >= request.min_score]
+    results: list[MemoryResult | DocumentResult] = []
+    for item in fused[: request.limit]:
+        ranks = {name.split(":", 1)[1]: rank for name, rank in item.ranks.items()}
+        row = candidates[item.key].result
+        results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
+    return results
+
+
+def _rrf_results(
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, ranked: RankedLists,
+    embedding: Any, *, raw: bool,
+) -> list[MemoryResult | DocumentResult]:
+    """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare)."""
     weights = {name: config.weight(Signal(name.split(":", 1)[1])) for name in ranked.lists}
     fused = rrf(ranked.lists, k=config.rrf_k, weights=weights)
     if request.min_score is not None:

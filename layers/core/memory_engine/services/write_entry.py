@@ -69,6 +69,7 @@ class _Prepared:
     links: list[EntityLink]
     embedding: Vector | None
     entity_vectors: EntityVectors
+    context: str | None = None
 
 
 def write_entry(
@@ -91,7 +92,7 @@ def write_entry(
         check_threshold(duplicate_threshold)
     except ValueError as exc:
         raise InvalidInput(str(exc), details=[{"field": "duplicate_threshold"}]) from exc
-    prepared = _prepare(embedder, entry)
+    prepared = _prepare(embedder, entry, _context(repo, project_id, entry))
 
     with repo.write_session(project_id, entry.memory_id) as session:
         best = _best(session, prepared)
@@ -125,11 +126,21 @@ def write_entry(
         return WriteResult("superseded", created, superseded_entry_id=best.entry.id)
 
 
-def _prepare(embedder: Embedder, entry: NewEntry) -> _Prepared:
+def _context(repo: EntryRepository, project_id: str, entry: NewEntry) -> str | None:
+    """The entry's context: the caller's, else (a turn of a conversation, not an extracted fact,
+    which is written self-contained) the conversation's previous live entry in the memory."""
+    if entry.context is not None:
+        return entry.context.strip() or None
+    if entry.source_conversation_id is None or entry.source_type == "extraction":
+        return None
+    return repo.conversation_context(project_id, entry.memory_id, entry.source_conversation_id)
+
+
+def _prepare(embedder: Embedder, entry: NewEntry, context: str | None = None) -> _Prepared:
     content = check_content(entry.content)
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
-    texts = [embedding_text(content, anchor_name(links))] + [link.display_name for link in links]
+    texts = [embedding_text(content, anchor_name(links), context=context)] + [link.display_name for link in links]
     vectors = embed_best_effort(embedder, texts)
     return _Prepared(
         entry=entry,
@@ -137,6 +148,7 @@ def _prepare(embedder: Embedder, entry: NewEntry) -> _Prepared:
         links=links,
         embedding=vectors[0],
         entity_vectors=EntityVectors({link.key: vec for link, vec in zip(links, vectors[1:], strict=True)}),
+        context=context,
     )
 
 
@@ -167,7 +179,7 @@ def _decide(best: Candidate | None, duplicate_threshold: float, agent: AgentCont
 def _insert(session: EntryWriteSession, prepared: _Prepared) -> MemoryEntry:
     return session.insert(
         prepared.entry, content=prepared.content, embedding=prepared.embedding, links=prepared.links,
-        entity_vectors=prepared.entity_vectors,
+        entity_vectors=prepared.entity_vectors, context=prepared.context,
     )
 
 

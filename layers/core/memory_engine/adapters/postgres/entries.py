@@ -27,7 +27,7 @@ from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
 
 _PLAIN = (
     "id, project_id, memory_id, content, source_type, tags, metadata, subject, predicate, object, confidence,"
-    " source_quote, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
+    " source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
     " invalidated_at, superseded_by_entry_id, invalidation_reason, created_at, updated_at"
 )
 _ENTITIES_OF = (
@@ -40,7 +40,7 @@ ENTRY_SELECT = ", ".join(f"e.{c.strip()}" for c in _PLAIN.split(",")) + ", " + _
 
 _INSERT_COLUMNS = (
     "id, project_id, memory_id, content, source_type, tags, metadata, embedding, subject, predicate, object,"
-    " confidence, source_quote, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id"
+    " confidence, source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id"
 )
 _INSERT_VALUES = ", ".join(
     "%(" + {"project_id": "p", "memory_id": "m"}.get(c.strip(), c.strip()) + ")s" for c in _INSERT_COLUMNS.split(",")
@@ -155,14 +155,14 @@ class PostgresWriteSession:
 
     def insert(
         self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
-        entity_vectors: EntityVectors,
+        entity_vectors: EntityVectors, context: str | None = None,
     ) -> MemoryEntry:
         params: dict[str, Any] = {
             "id": ids.new_id(ids.ENTRY), "p": self._project_id, "m": self._memory_id, "content": content,
             "source_type": entry.source_type, "tags": entry.tags, "metadata": _jsonb(entry.metadata),
             "embedding": embedding, "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
-            "confidence": entry.confidence, "source_quote": entry.source_quote, "valid_from": entry.valid_from,
-            "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
+            "confidence": entry.confidence, "source_quote": entry.source_quote, "context": context,
+            "valid_from": entry.valid_from, "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
             "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,
         }
         insert = f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES})"
@@ -234,6 +234,17 @@ class PostgresEntryRepository:
         with self._db.connection() as conn:
             _lock_memory(conn, project_id, memory_id, self._ef_search)
             yield PostgresWriteSession(conn, project_id, memory_id)
+
+    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> str | None:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"
+                " AND e.invalidated_at IS NULL AND e.project_id = %s ORDER BY e.created_at DESC, e.id DESC LIMIT 1",
+                (memory_id, conversation_id, project_id),
+            ).fetchone()
+        if row is None:
+            return None
+        return f"{row['subject']}: {row['content']}" if row["subject"] else str(row["content"])
 
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
         with self._db.connection() as conn:

@@ -7,6 +7,8 @@ measurement that picked the default (hybrid p95 at 100k facts + 100k chunks: 57 
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,7 +20,9 @@ from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
+    Candidate,
     DocumentResult,
+    DocumentScope,
     EntityLink,
     EpisodeResult,
     MemoryResult,
@@ -26,10 +30,39 @@ from memory_engine.domain.search_models import (
     RankedLists,
     ResultKey,
     Scopes,
+    ScoredKeys,
     SignalQuery,
 )
 
-Task = Callable[[psycopg.Connection[Any]], list[ResultKey]]
+Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
+
+#: How long a scope's BM25 statistics (row count, mean length) are reused. They are statistics,
+#: not results: a few minutes of writes move an idf by a negligible amount, and a result row is
+#: always read live.
+SCOPE_STATS_TTL_S = 300.0
+
+
+class ScopeStatsCache:
+    """``(N, avgdl)`` per (source, project, scope), computed at most once per TTL per process."""
+
+    def __init__(self, ttl_s: float = SCOPE_STATS_TTL_S, max_entries: int = 1024) -> None:
+        self._ttl = ttl_s
+        self._max = max_entries
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[Any, ...], tuple[float, tuple[int, float]]] = {}
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], tuple[int, float]]) -> tuple[int, float]:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and now - hit[0] < self._ttl:
+                return hit[1]
+        value = compute()
+        with self._lock:
+            if len(self._entries) >= self._max:
+                self._entries.clear()
+            self._entries[key] = (now, value)
+        return value
 
 
 def _prepare(conn: psycopg.Connection[Any], ef_search: int) -> None:
@@ -49,6 +82,7 @@ class PostgresKnowledgeIndex:
         self._parallel = parallel
         self._max_workers = max_workers
         self._executor: ThreadPoolExecutor | None = None
+        self.scope_stats = ScopeStatsCache()
 
     # --- ranking ---------------------------------------------------------------------------
     def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes, out: RankedLists) -> dict[str, Task]:
@@ -61,9 +95,9 @@ class PostgresKnowledgeIndex:
                 tasks["document:vector"] = lambda conn: docs.vector(conn, project_id, d, q)
         if Signal.KEYWORD in q.signals and q.text is not None:
             if m is not None:
-                tasks["memory:keyword"] = lambda conn: mems.keyword(conn, project_id, m, q)
+                tasks["memory:keyword"] = lambda conn: mems.keyword(conn, project_id, m, q, self._stats(conn, project_id, m))
             if d is not None:
-                tasks["document:keyword"] = lambda conn: docs.keyword(conn, project_id, d, q)
+                tasks["document:keyword"] = lambda conn: docs.keyword(conn, project_id, d, q, self._stats(conn, project_id, d))
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
@@ -83,14 +117,62 @@ class PostgresKnowledgeIndex:
             return out
         if self._parallel and len(tasks) > 1:
             futures = {name: self._pool().submit(self._run_one, task, query.ef_search) for name, task in tasks.items()}
-            out.lists = {name: future.result() for name, future in futures.items()}
+            for name, future in futures.items():
+                out.add(name, future.result())
             return out
         with self._database.connection() as conn:
             _prepare(conn, query.ef_search)
-            out.lists = {name: task(conn) for name, task in tasks.items()}
+            for name, task in tasks.items():
+                out.add(name, task(conn))
         return out
 
-    def _run_one(self, task: Task, ef_search: int) -> list[ResultKey]:
+    def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> tuple[int, float]:
+        if isinstance(scope, MemoryScope):
+            return self.scope_stats.get(("memory", project_id, scope), lambda: mems.scope_size(conn, project_id, scope))
+        return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
+
+    def candidates(
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Any, *, top: Sequence[ResultKey],
+        window: int, raw: bool = False,
+    ) -> dict[ResultKey, Candidate]:
+        listed = list(dict.fromkeys(key for keys in ranked.lists.values() for key in keys))
+        found: dict[ResultKey, Candidate] = {}
+        work: dict[str, Callable[[psycopg.Connection[Any]], list[dict[str, Any]]]] = {}
+        for source, scope, module in ((mems.SOURCE, scopes.memories, mems), (docs.SOURCE, scopes.documents, docs)):
+            ids = [key for s, key in listed if s == source]
+            near = [key for s, key in top if s == source] if window > 0 else []
+            if scope is None or not (ids or near):
+                continue
+            idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
+
+            def read(conn: psycopg.Connection[Any], module: Any = module, scope: Any = scope, ids: list[str] = ids,
+                     near: list[str] = near, idfs: dict[str, float] = idfs, avgdl: float = avgdl) -> list[dict[str, Any]]:
+                return list(module.candidate_rows(conn, project_id, scope, ids, near, embedding=embedding, idfs=idfs,
+                                                  avgdl=avgdl, window=window))
+
+            work[source] = read
+        if self._parallel and len(work) > 1:
+            futures = {source: self._pool().submit(self._read, read) for source, read in work.items()}
+            results = {source: future.result() for source, future in futures.items()}
+        else:
+            results = {source: self._read(read) for source, read in work.items()}
+        for source, rows in results.items():
+            for row in rows:
+                if source == mems.SOURCE:
+                    key: ResultKey = (mems.SOURCE, row["id"])
+                    previous: tuple[ResultKey, ...] = tuple(("memory", k) for k in (row["prev_ids"] or ()))
+                    found[key] = Candidate(memory_result(row, raw=raw), float(row["bm25"] or 0.0), previous)
+                else:
+                    key = (docs.SOURCE, row["id"])
+                    previous = tuple(("document", k) for k in (row["prev_ids"] or ()))
+                    found[key] = Candidate(document_result(row), float(row["bm25"] or 0.0), previous)
+        return found
+
+    def _read(self, read: Callable[[psycopg.Connection[Any]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        with self._database.connection() as conn:
+            return read(conn)
+
+    def _run_one(self, task: Task, ef_search: int) -> ScoredKeys | list[ResultKey]:
         with self._database.connection() as conn:
             _prepare(conn, ef_search)
             return task(conn)

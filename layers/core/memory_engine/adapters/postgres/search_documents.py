@@ -11,11 +11,10 @@ from typing import Any, Final
 
 import psycopg
 
-from memory_engine.adapters.postgres.search_memories import KEYWORD_SCAN_CAP, tsquery_sql
-from memory_engine.domain.search_models import DocumentScope, ResultKey, SignalQuery
+from memory_engine.adapters.postgres import bm25
+from memory_engine.domain.search_models import DocumentScope, ResultKey, ScoredKeys, SignalQuery
 
 SOURCE: Final = "document"
-TSQUERY_SQL = tsquery_sql("document_chunks")
 
 FROM_SQL = "document_chunks c JOIN documents d ON d.id = c.document_id"
 
@@ -46,26 +45,39 @@ def _keys(rows: list[dict[str, Any]]) -> list[ResultKey]:
     return [(SOURCE, row["id"]) for row in rows]
 
 
-def vector(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery) -> list[ResultKey]:
+def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope) -> tuple[int, float]:
+    """``(N, avgdl)`` of the scope for BM25: searchable chunks and their mean ``length(search_tsv)``."""
+    row = conn.execute(
+        f"SELECT count(*) AS n, coalesce(avg(length(c.search_tsv)), 0) AS avgdl FROM {FROM_SQL} WHERE {scope_sql(scope)}",
+        scope_params(project_id, scope),
+    ).fetchone()
+    return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
+
+
+def vector(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery) -> ScoredKeys:
     sql = (
-        f"SELECT id FROM (SELECT c.id, c.embedding <=> %(embedding)s::vector AS distance FROM {FROM_SQL}"
+        f"SELECT id, distance FROM (SELECT c.id, c.embedding <=> %(embedding)s::vector AS distance FROM {FROM_SQL}"
         f" WHERE {scope_sql(scope)} AND c.embedding IS NOT NULL"
         " ORDER BY c.embedding <=> %(embedding)s::vector LIMIT %(depth)s) hits ORDER BY distance, id"
     )
     params = scope_params(project_id, scope) | {"embedding": q.embedding, "depth": q.depth}
-    return _keys(conn.execute(sql, params).fetchall())
+    rows = conn.execute(sql, params).fetchall()
+    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [1.0 - float(r["distance"]) for r in rows])
 
 
-def keyword(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery) -> list[ResultKey]:
-    sql = (
-        f"WITH query AS MATERIALIZED (SELECT {TSQUERY_SQL} AS tsq),"
-        f" matched AS (SELECT c.id, c.search_tsv FROM {FROM_SQL}, query"
-        f" WHERE {scope_sql(scope)} AND c.search_tsv @@ query.tsq LIMIT {KEYWORD_SCAN_CAP})"
-        " SELECT matched.id FROM matched, query ORDER BY ts_rank(matched.search_tsv, query.tsq) DESC, matched.id"
-        " LIMIT %(depth)s"
-    )
-    params = scope_params(project_id, scope) | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth}
-    return _keys(conn.execute(sql, params).fetchall())
+def keyword(
+    conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery, stats: tuple[int, float]
+) -> ScoredKeys:
+    n, avgdl = stats
+    if n == 0:
+        return ScoredKeys([], [])
+    sql = bm25.keyword_sql(table="document_chunks", alias="c", from_sql=FROM_SQL, scope_sql=scope_sql(scope))
+    params = scope_params(project_id, scope) | {
+        "text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n, "avgdl": max(avgdl, 1.0),
+    }
+    rows = conn.execute(sql, params).fetchall()
+    idfs = dict(rows[0]["idfs"] or {}) if rows else {}
+    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=max(avgdl, 1.0))
 
 
 ROW_COLUMNS = (
@@ -81,6 +93,36 @@ def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embeddi
         " WHERE c.project_id = %(project_id)s AND d.project_id = %(project_id)s AND c.id = ANY(%(ids)s::text[])"
     )
     return conn.execute(sql, {"project_id": project_id, "ids": ids, "embedding": embedding}).fetchall()
+
+
+def candidate_rows(
+    conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, ids: list[str], top: list[str], *,
+    embedding: Any, idfs: dict[str, float], avgdl: float, window: int,
+) -> list[dict[str, Any]]:
+    """The chunks of ``ids`` plus the chunks within ``window`` of each of ``top`` in its document,
+    with ``similarity``, ``bm25`` and ``prev_ids`` (the chunks before it, nearest first)."""
+    expand = ""
+    if window > 0 and top:
+        expand = (
+            " UNION SELECT n.id FROM document_chunks t JOIN document_chunks n ON n.document_id = t.document_id"
+            " AND n.generation = t.generation AND n.chunk_index BETWEEN t.chunk_index - %(window)s AND t.chunk_index + %(window)s"
+            " WHERE t.id = ANY(%(top)s::text[]) AND t.project_id = %(project_id)s"
+        )
+    prev = (
+        "ARRAY(SELECT p.id FROM document_chunks p WHERE p.document_id = c.document_id AND p.generation = c.generation"
+        " AND p.chunk_index < c.chunk_index AND p.chunk_index >= c.chunk_index - %(window)s ORDER BY p.chunk_index DESC)"
+    )
+    sql = (
+        f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
+        f" SELECT {ROW_COLUMNS}, {bm25.bm25_expr('c', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} AS bm25,"
+        f" {prev} AS prev_ids FROM {FROM_SQL}"
+        f" WHERE c.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
+    )
+    params = scope_params(project_id, scope) | {
+        "ids": ids, "top": top, "embedding": embedding, "window": window,
+        "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
+    }
+    return conn.execute(sql, params).fetchall()
 
 
 def ordered_rows(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, limit: int) -> list[dict[str, Any]]:

@@ -10,21 +10,15 @@ from typing import Any, Final
 
 import psycopg
 
-from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
+from memory_engine.adapters.postgres import bm25
+from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKeys, SignalQuery
 
 SOURCE: Final = "memory"
 
-#: Query terms found in more than this share of a table's rows (planner statistics) are dropped
-#: from an ORed keyword query: like IDF, they rank nothing, and they make the match set huge.
-KEYWORD_MAX_DF = 0.02
-#: At most this many matching rows are ranked (a latency bound on very large tables).
-KEYWORD_SCAN_CAP = 1_000
-
-
 def tsquery_sql(table: str) -> str:
-    """The tsquery of a search: ``websearch_to_tsquery`` as written when the caller used its
-    syntax; otherwise its lexemes ORed, minus those the column's statistics say are in more
-    than ``KEYWORD_MAX_DF`` of the rows (the rarest lexeme is always kept)."""
+    """The ORed tsquery of a search's lexemes minus those the column's statistics put in more than
+    :data:`bm25.COMMON_SHARE` of the rows (the rarest is always kept); ``websearch_to_tsquery``
+    as written when the caller used its syntax. Only the no-embedding entity ordering uses it."""
     return f"""(CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) ELSE (
         WITH stats AS (
             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
@@ -33,7 +27,7 @@ def tsquery_sql(table: str) -> str:
             SELECT l.lexeme, coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0) AS df
             FROM unnest(to_tsvector('english', %(text)s)) l
         ), kept AS (
-            SELECT lexeme FROM lexemes WHERE df <= {KEYWORD_MAX_DF}
+            SELECT lexeme FROM lexemes WHERE df <= {bm25.COMMON_SHARE}
             UNION (SELECT lexeme FROM lexemes ORDER BY df, lexeme LIMIT 1)
         )
         SELECT coalesce(string_agg(quote_literal(lexeme), ' | '), '')::tsquery FROM kept
@@ -80,27 +74,42 @@ def _keys(rows: list[dict[str, Any]]) -> list[ResultKey]:
     return [(SOURCE, row["id"]) for row in rows]
 
 
-def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> list[ResultKey]:
+def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope) -> tuple[int, float]:
+    """``(N, avgdl)`` of the scope for BM25: live facts and their mean ``length(search_tsv)``."""
+    row = conn.execute(
+        f"SELECT count(*) AS n, coalesce(avg(length(e.search_tsv)), 0) AS avgdl FROM memory_entries e WHERE {scope_sql(scope)}",
+        scope_params(project_id, scope),
+    ).fetchone()
+    return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
+
+
+def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> ScoredKeys:
+    """The nearest live facts with their cosine similarity, best first."""
     # relaxed_order iterative scans may return rows slightly out of order: re-sort outside.
     sql = (
-        "SELECT id FROM (SELECT e.id, e.embedding <=> %(embedding)s::vector AS distance FROM memory_entries e"
+        "SELECT id, distance FROM (SELECT e.id, e.embedding <=> %(embedding)s::vector AS distance FROM memory_entries e"
         f" WHERE {scope_sql(scope)} AND e.embedding IS NOT NULL"
         " ORDER BY e.embedding <=> %(embedding)s::vector LIMIT %(depth)s) hits ORDER BY distance, id"
     )
     params = scope_params(project_id, scope) | {"embedding": q.embedding, "depth": q.depth}
-    return _keys(conn.execute(sql, params).fetchall())
+    rows = conn.execute(sql, params).fetchall()
+    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [1.0 - float(r["distance"]) for r in rows])
 
 
-def keyword(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> list[ResultKey]:
-    sql = (
-        f"WITH query AS MATERIALIZED (SELECT {TSQUERY_SQL} AS tsq),"
-        f" matched AS (SELECT e.id, e.search_tsv FROM memory_entries e, query"
-        f" WHERE {scope_sql(scope)} AND e.search_tsv @@ query.tsq LIMIT {KEYWORD_SCAN_CAP})"
-        " SELECT matched.id FROM matched, query ORDER BY ts_rank(matched.search_tsv, query.tsq) DESC, matched.id"
-        " LIMIT %(depth)s"
-    )
-    params = scope_params(project_id, scope) | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth}
-    return _keys(conn.execute(sql, params).fetchall())
+def keyword(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, stats: tuple[int, float]
+) -> ScoredKeys:
+    """The best live facts by BM25 (:mod:`bm25`), with their scores and the query's idf map."""
+    n, avgdl = stats
+    if n == 0:
+        return ScoredKeys([], [])
+    sql = bm25.keyword_sql(table="memory_entries", alias="e", from_sql="memory_entries e", scope_sql=scope_sql(scope))
+    params = scope_params(project_id, scope) | {
+        "text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n, "avgdl": max(avgdl, 1.0),
+    }
+    rows = conn.execute(sql, params).fetchall()
+    idfs = dict(rows[0]["idfs"] or {}) if rows else {}
+    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=max(avgdl, 1.0))
 
 
 def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:
@@ -267,6 +276,48 @@ def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embeddi
         " WHERE e.project_id = %(project_id)s AND m.project_id = %(project_id)s AND e.id = ANY(%(ids)s::text[])"
     )
     return conn.execute(sql, {"project_id": project_id, "ids": ids, "embedding": embedding}).fetchall()
+
+
+def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> str:
+    """Ids of the live entries right before (``<``) or after (``>``) ``row`` in its conversation."""
+    order = "DESC" if direction == "<" else "ASC"
+    a = alias
+    return (
+        f"SELECT {a}.id FROM memory_entries {a} WHERE {a}.memory_id = {row}.memory_id"
+        f" AND {a}.source_conversation_id = {row}.source_conversation_id"
+        f" AND ({a}.created_at, {a}.id) {direction} ({row}.created_at, {row}.id) AND {scope_sql(scope, a)}"
+        f" ORDER BY {a}.created_at {order}, {a}.id {order} LIMIT %(window)s"
+    )
+
+
+def candidate_rows(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, ids: list[str], top: list[str], *,
+    embedding: Any, idfs: dict[str, float], avgdl: float, window: int,
+) -> list[dict[str, Any]]:
+    """The rows of ``ids`` plus the conversation neighbours (``window`` each side) of ``top``, each
+    with its cosine (``similarity``), its BM25 score under ``idfs`` (``bm25``) and ``prev_ids``: the
+    ids of up to ``window`` live entries before it in its conversation, nearest first."""
+    expand = ""
+    if window > 0 and top:
+        expand = (
+            " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("
+            f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
+            " WHERE c.id = ANY(%(top)s::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
+        )
+    before = _neighbour_sql("e", "p", scope, "<")
+    prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END"
+    sql = (
+        f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
+        f" SELECT {ROW_COLUMNS}, {bm25.bm25_expr('e', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} AS bm25,"
+        f" {prev} AS prev_ids"
+        " FROM memory_entries e JOIN memories m ON m.id = e.memory_id"
+        " WHERE e.id IN (SELECT id FROM picked) AND e.project_id = %(project_id)s AND m.project_id = %(project_id)s"
+    )
+    params = scope_params(project_id, scope) | {
+        "ids": ids, "top": top, "embedding": embedding, "window": window,
+        "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
+    }
+    return conn.execute(sql, params).fetchall()
 
 
 def recent_rows(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[dict[str, Any]]:

@@ -1,0 +1,99 @@
+"""BM25 in plain PostgreSQL (no extension beyond ``vector``): the keyword signal of search v2.
+
+``ts_rank`` has no inverse document frequency and no length normalization. This scores the
+GIN-matched candidates with Okapi BM25 (Robertson & Zaragoza; Lucene's ``k1 = 1.2, b = 0.75``):
+
+    score(d) = Σ_t idf(t) · tf(t, d) · (k1 + 1) / (tf(t, d) + k1 · (1 - b + b · |d| / avgdl))
+    idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+over the lexemes of ``to_tsvector('english', query)`` (stemmed, stop words dropped: the same
+analyzer as the indexed column). Where the statistics come from, per query and scope:
+
+- ``df(t)``: the number of live rows *in the searched scope* containing ``t``, counted exactly
+  through the GIN index up to ``DF_CAP``. A lexeme that the column's planner statistics
+  (``pg_stats.most_common_elems``, refreshed by autovacuum) put in more than ``COMMON_SHARE`` of
+  the table is not read at all: its df is estimated as that share of ``N`` and it only adds to the
+  score of rows found through rarer lexemes (MaxScore's observation: a row matching only very
+  common terms cannot reach the top). A lexeme found ``DF_CAP`` times is counted as the larger
+  of the cap and its estimate. So the work per query is bounded by
+  ``lexemes x DF_CAP`` index hits, whatever the table's size.
+- ``N`` and ``avgdl``: the scope's live rows and their average length, from
+  :class:`ScopeStats` (cached per scope for a few minutes: an IDF statistic, not a result).
+- ``|d|`` is ``length(search_tsv)``, the number of distinct lexemes; ``tf`` counts a lexeme's
+  positions, those of weight B (a fact's ``context``) at half weight.
+
+Ranking runs in two stages inside one statement: every hit is scored with ``tf = 1`` (the lexemes
+it matched are known from the hits, no row is unpacked), then the best ``RESCORE`` rows are
+rescored exactly from their tsvector.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+K1: Final = 1.2
+B: Final = 0.75
+#: Rows read per query lexeme through the GIN index (its df is exact below this).
+DF_CAP: Final = 1_000
+#: Lexemes in more than this share of the table's rows (planner statistics) are not read.
+COMMON_SHARE: Final = 0.05
+#: Rows rescored with their real term frequencies after the tf = 1 pass.
+RESCORE: Final = 100
+#: Weight of a position by its tsvector weight label (B: context, at half weight).
+POSITION_WEIGHT_SQL: Final = "CASE w WHEN 'B' THEN 0.5 ELSE 1.0 END"
+
+
+def bm25_expr(row: str, idf_source: str) -> str:
+    """The BM25 score of the row aliased ``row`` (a ``search_tsv`` column) given ``idf_source``, a
+    relation with columns ``(lexeme, idf)``; needs ``%(avgdl)s``."""
+    return f"""(SELECT coalesce(sum(i.idf * t.tf * {K1 + 1} /
+                   (t.tf + {K1} * (1 - {B} + {B} * length({row}.search_tsv) / %(avgdl)s::float8))), 0)::float8
+               FROM (SELECT u.lexeme, (SELECT sum({POSITION_WEIGHT_SQL}) FROM unnest(u.weights) w) AS tf
+                     FROM unnest({row}.search_tsv) u) t
+               JOIN {idf_source} ON i.lexeme = t.lexeme)"""
+
+
+def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str:
+    """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
+    as ``(id, score, idfs)``; ``idfs`` (the same on every row) maps each scored lexeme to its idf
+    so other candidates can be scored alike. Parameters: ``text``, ``strict``, ``n``, ``avgdl``,
+    ``depth`` and the scope's. With ``strict`` (the caller wrote websearch syntax) only rows
+    matching ``websearch_to_tsquery`` are ranked."""
+    a = alias
+    return f"""
+        WITH stats AS (
+            SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
+            WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1
+        ), q AS MATERIALIZED (
+            SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
+                   coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0)::float8 AS share
+            FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) l(lexeme)
+        ), hits AS MATERIALIZED (
+            SELECT q.lexeme, h.id, h.dl FROM q CROSS JOIN LATERAL (
+                SELECT {a}.id, length({a}.search_tsv) AS dl FROM {from_sql}
+                WHERE {scope_sql} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
+            ) h WHERE q.share <= {COMMON_SHARE}
+        ), counted AS (
+            SELECT q.lexeme, q.share,
+                   CASE WHEN q.share > {COMMON_SHARE} THEN q.share * %(n)s
+                        ELSE (SELECT count(*) FROM hits WHERE hits.lexeme = q.lexeme) END::float8 AS df
+            FROM q
+        ), idf AS MATERIALIZED (
+            SELECT lexeme, ln(1 + (greatest(%(n)s, df) - df + 0.5) / (df + 0.5)) AS idf FROM (
+                SELECT lexeme, CASE WHEN df >= {DF_CAP} THEN greatest(df, share * %(n)s) ELSE df END AS df
+                FROM counted) c
+            WHERE df > 0
+        ), coarse AS (
+            SELECT h.id, sum(i.idf * {K1 + 1} / (1 + {K1} * (1 - {B} + {B} * h.dl / %(avgdl)s::float8))) AS s
+            FROM hits h JOIN idf i USING (lexeme) GROUP BY h.id ORDER BY s DESC, h.id LIMIT {RESCORE}
+        ), strict_hits AS (
+            SELECT {a}.id FROM {from_sql}
+            WHERE %(strict)s AND {scope_sql} AND {a}.search_tsv @@ websearch_to_tsquery('english', %(text)s)
+            LIMIT {RESCORE}
+        ), picked AS (
+            SELECT id FROM coarse WHERE NOT %(strict)s UNION SELECT id FROM strict_hits
+        )
+        SELECT x.id, {bm25_expr("x", "idf i")} AS score,
+               (SELECT json_object_agg(lexeme, idf) FROM idf) AS idfs
+        FROM picked JOIN {table} x ON x.id = picked.id
+        ORDER BY score DESC, x.id LIMIT %(depth)s"""

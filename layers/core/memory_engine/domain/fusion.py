@@ -1,0 +1,153 @@
+"""Score fusion of search v2 (pure): a convex combination of normalized signal scores, query
+features, and the context of neighbouring rows.
+
+For each candidate row (the union of every signal's list, plus the conversation or document
+neighbours of the best of them):
+
+    base  = w_vector  * (cosine - min) / (max - min)        over this source's vector list
+          + w_keyword * bm25 / max                          over this source's keyword list
+          + w_signal  * (1 - 0.5 * (rank - 1) / len)        for rank-only lists (entity, recency)
+          + subject_boost  if its subject entity is named in the query ("what did Caroline ...")
+          + date_boost     if its valid_from falls on a date the query names ("on 8 May, 2023")
+    score = base + neighbour_weight * max over rows d <= window steps away of decay^(d-1) * base
+
+Why a convex combination and not RRF: RRF sees ranks only, so a keyword list whose tenth row
+barely matches weighs as much as one whose tenth row matches every term; normalized scores keep
+that difference (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", 2023,
+find a convex combination with min-max normalization beats RRF and needs few examples to set).
+Why neighbours: a turn of a conversation ("Yes, last Tuesday!") or a chunk of a document often
+answers what its neighbour asked; a row next to a strong match is likelier to be relevant.
+
+The weights are typed fields of :class:`memory_engine.domain.search_config.SearchConfig`
+(docs/retrieval.md says how they were chosen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from memory_engine.domain.entities import normalize_entity_name
+from memory_engine.domain.query_text import DateMention
+from memory_engine.domain.search_config import SearchConfig, Signal
+from memory_engine.domain.search_models import Candidate, MemoryResult, RankedLists, ResultKey
+
+
+@dataclass(frozen=True)
+class Scored:
+    key: ResultKey
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+def _minmax(values: Sequence[float]) -> tuple[float, float]:
+    return (min(values), max(values)) if values else (0.0, 0.0)
+
+
+def _clamp(value: float) -> float:
+    return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
+
+
+def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate], config: SearchConfig) -> dict[ResultKey, float]:
+    """The weighted sum of every signal's normalized score, per candidate."""
+    out = dict.fromkeys(candidates, 0.0)
+    for name, keys in ranked.lists.items():
+        source, signal_name = name.split(":", 1)
+        signal = Signal(signal_name)
+        weight = config.weight(signal)
+        if weight == 0.0 or not keys:
+            continue
+        if signal is Signal.VECTOR:
+            low, high = _minmax(ranked.scores.get(name, []))
+            span = high - low
+            for key, cand in candidates.items():
+                sim = cand.result.similarity_score
+                if key[0] == source and sim is not None:
+                    out[key] += weight * (1.0 if span <= 0 else _clamp((sim - low) / span))
+        elif signal is Signal.KEYWORD:
+            _, high = _minmax(ranked.scores.get(name, []))
+            if high <= 0:
+                continue
+            for key, cand in candidates.items():
+                if key[0] == source and cand.bm25 > 0:
+                    out[key] += weight * _clamp(cand.bm25 / high)
+        else:  # rank-only lists: entity anchors, recency
+            n = len(keys)
+            for rank, key in enumerate(keys, start=1):
+                if key in out:
+                    out[key] += weight * (1.0 - 0.5 * (rank - 1) / n)
+    return out
+
+
+def names_subject(result: MemoryResult | object, names: Collection[str]) -> bool:
+    """True when the row is a fact whose subject entity is named in the query."""
+    if not isinstance(result, MemoryResult) or not names:
+        return False
+    return any(link.role == "subject" and normalize_entity_name(link.name) in names for link in result.entities)
+
+
+def on_named_date(result: MemoryResult | object, dates: Sequence[DateMention]) -> bool:
+    return isinstance(result, MemoryResult) and any(d.matches(result.valid_from) for d in dates)
+
+
+def neighbours(candidates: Mapping[ResultKey, Candidate], window: int) -> dict[ResultKey, list[tuple[ResultKey, int]]]:
+    """Each candidate's candidate neighbours with their distance, from the ``previous`` links
+    (both directions)."""
+    out: dict[ResultKey, list[tuple[ResultKey, int]]] = {key: [] for key in candidates}
+    for key, cand in candidates.items():
+        for distance, before in enumerate(cand.previous[:window], start=1):
+            if before in out:
+                out[key].append((before, distance))
+                out[before].append((key, distance))
+    return out
+
+
+def fuse(
+    ranked: RankedLists, candidates: Mapping[ResultKey, Candidate], config: SearchConfig, *,
+    names: Collection[str] = (), dates: Sequence[DateMention] = (),
+) -> list[Scored]:
+    """Every candidate scored as the module docstring says, best first. Ties break by how many
+    lists have the row, then its best rank, then its key (deterministic)."""
+    base = signal_scores(ranked, candidates, config)
+    for key, cand in candidates.items():
+        if config.subject_boost and names_subject(cand.result, names):
+            base[key] += config.subject_boost
+        if config.date_boost and on_named_date(cand.result, dates):
+            base[key] += config.date_boost
+    final = dict(base)
+    if config.neighbour_weight > 0 and config.neighbour_window > 0:
+        for key, near in neighbours(candidates, config.neighbour_window).items():
+            if near:
+                best = max(base[other] * config.neighbour_decay ** (distance - 1) for other, distance in near)
+                final[key] += config.neighbour_weight * best
+    ranks: dict[ResultKey, dict[str, int]] = {key: {} for key in candidates}
+    for name, keys in ranked.lists.items():
+        for rank, key in enumerate(keys, start=1):
+            if key in ranks:
+                ranks[key].setdefault(name, rank)
+    return sorted(
+        (Scored(key, final[key], ranks[key]) for key in candidates),
+        key=lambda s: (-s.score, -len(s.ranks), min(s.ranks.values(), default=10**9), s.key),
+    )
+
+
+def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[ResultKey]:
+    """A cheap first ordering of the listed keys (before rows are read), to pick whose neighbours
+    to read: the same weights over the list scores alone."""
+    pre: dict[ResultKey, float] = {}
+    for name, keys in ranked.lists.items():
+        _, signal_name = name.split(":", 1)
+        weight = config.weight(Signal(signal_name))
+        scores = ranked.scores.get(name)
+        if scores:
+            low, high = _minmax(scores)
+            span = high - low
+            if Signal(signal_name) is Signal.KEYWORD:
+                low, span = 0.0, high
+            for key, value in zip(keys, scores, strict=True):
+                pre[key] = pre.get(key, 0.0) + weight * (1.0 if span <= 0 else _clamp((value - low) / span))
+        else:
+            n = len(keys)
+            for rank, key in enumerate(keys, start=1):
+                pre[key] = pre.get(key, 0.0) + weight * (1.0 - 0.5 * (rank - 1) / max(n, 1))
+    return sorted(pre, key=lambda k: (-pre[k], k))[:count]
