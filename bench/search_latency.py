@@ -1,18 +1,22 @@
 """Server-side search latency (embedding call excluded) at 10k and 100k facts (+ chunks).
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
-        [--sizes 10000,100000] [--queries 200] [--sequential]
+        [--sizes 10000,100000,1000000] [--queries 200] [--sequential] [--json]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
 vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
 model never runs) for the `vector_only` and `hybrid` presets over one memory + all documents.
-Prints p50/p95 per size, the hybrid/vector ratio and the growth from the first to the last size.
+Prints p50/p95 per size, the hybrid/vector ratio and the growth from the first to the last size,
+and the peak memory of the run (this process, and PostgreSQL's proportional set size summed over
+its processes, sampled after each size). ``--json`` prints one JSON object per size and preset
+(``size``, ``preset``, ``p50_ms``, ``p95_ms``) on stdout and the table on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import tempfile
@@ -62,6 +66,29 @@ def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, 
     return out
 
 
+def postgres_pss_mb(data_dir: Path) -> float:
+    """PostgreSQL's memory now: the proportional set size (shared buffers counted once) of every
+    process whose command line names ``data_dir`` or is a child of its postmaster."""
+    pid_file = data_dir / "postmaster.pid"
+    if not pid_file.exists():
+        return 0.0
+    postmaster = int(pid_file.read_text().split()[0])
+    total_kb = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(proc.name) != postmaster and int(stat[1]) != postmaster:
+                continue
+            for line in (proc / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kb += int(line.split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total_kb / 1024
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl")
@@ -77,6 +104,8 @@ def main() -> int:
         else synthetic.FALLBACK
     queries = (queries * (args.queries // max(1, len(queries)) + 1))[: args.queries]
     report: dict[str, dict[str, float]] = {}
+    peak_pg_mb = 0.0
+    out = sys.stderr if args.json else sys.stdout
     with tempfile.TemporaryDirectory(prefix="search-bench-") as tmp:
         server = EmbeddedPostgres(Path(tmp) / "pgdata")
         server.start()
@@ -104,25 +133,30 @@ def main() -> int:
                     report[f"{size}:{preset}"] = {
                         "p50": statistics.median(samples), "p95": percentile(samples, 95), "n": len(samples),
                     }
+                    if args.json:
+                        print(json.dumps({"size": size, "preset": preset, "p50_ms": round(statistics.median(samples), 2),
+                                          "p95_ms": round(percentile(samples, 95), 2)}), flush=True)
+                peak_pg_mb = max(peak_pg_mb, postgres_pss_mb(Path(tmp) / "pgdata"))
             index.close()
             database.close()
         finally:
             server.stop()
-    if args.json:
-        print(json.dumps(report, indent=2))
     mode = "sequential (one connection)" if args.sequential else "parallel (thread per signal)"
-    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each\n")
-    print("| facts + chunks | preset | p50 ms | p95 ms |\n|---|---|---|---|")
+    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each\n", file=out)
+    print("| facts + chunks | preset | p50 ms | p95 ms |\n|---|---|---|---|", file=out)
     for key, row in report.items():
         size, preset = key.split(":")
-        print(f"| {int(size):,} + {int(size):,} | {preset} | {row['p50']:.1f} | {row['p95']:.1f} |")
+        print(f"| {int(size):,} + {int(size):,} | {preset} | {row['p50']:.1f} | {row['p95']:.1f} |", file=out)
     first, last = sizes[0], sizes[-1]
     for size in sizes:
         ratio = report[f"{size}:hybrid"]["p95"] / report[f"{size}:vector_only"]["p95"]
-        print(f"\nhybrid/vector p95 ratio at {size:,}: {ratio:.2f}")
+        print(f"\nhybrid/vector p95 ratio at {size:,}: {ratio:.2f}", file=out)
     if len(sizes) > 1:
         growth = report[f"{last}:hybrid"]["p95"] / report[f"{first}:hybrid"]["p95"]
-        print(f"hybrid p95 growth {first:,} -> {last:,}: {growth:.2f}x")
+        print(f"hybrid p95 growth {first:,} -> {last:,}: {growth:.2f}x", file=out)
+    peak_self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory: benchmark process {peak_self_mb:.0f} MB RSS; PostgreSQL {peak_pg_mb:.0f} MB PSS"
+          " (all its processes, sampled after each size)", file=out)
     return 0
 
 

@@ -53,7 +53,7 @@ _ALSO_WORDS = frozenset({"may", "march"})
 _DATE = re.compile(
     rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH_NAMES})\b"
     rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s*(?P<year>(?:19|20)\d\d)\b)?"
-    r"|\b(?P<iso>(?:19|20)\d\d-\d\d-\d\d)\b|\b(?:in|of|during|since)\s+(?P<lone_year>(?:19|20)\d\d)\b",
+    r"|\b(?P<iso>(?:19|20)\d\d-\d\d-\d\d)\b|\b(?:in|of|during|since)\s+(?P<lone_year>(?:19|20)\d\d)\b(?![-/]\d)",
     re.IGNORECASE,
 )
 

@@ -1,0 +1,109 @@
+"""Search v2 on the real database and model: conversation context on writes, BM25, neighbours,
+the subject and date features."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from memory_engine.bootstrap import Container
+from memory_engine.domain.entries import EntityRef, NewEntry
+from memory_engine.domain.search_config import HYBRID, PRESETS
+from memory_engine.domain.search_models import SearchRequest
+from memory_engine.services.search_knowledge import search_knowledge
+
+MAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+JUNE = datetime(2023, 6, 9, 19, 55, tzinfo=UTC)
+CHAT = [  # (session date, speaker, turn); the answer turn names none of the question's words
+    (MAY, "Melanie", "Hey Caroline! What did you get up to this weekend?"),
+    (MAY, "Caroline", "I went to the LGBTQ support group yesterday and it was so powerful."),
+    (MAY, "Melanie", "That's wonderful. What kind of job are you hoping to find afterwards?"),
+    (MAY, "Caroline", "Something in counseling or mental health, to support people like me."),
+    (JUNE, "Melanie", "I finally finished the painting of a sunrise over the lake!"),
+    (JUNE, "Caroline", "Wow, the colours are gorgeous. Did you use oils?"),
+    (JUNE, "Melanie", "Yes, oils on canvas, it took me three weekends."),
+]
+
+
+@pytest.fixture(scope="module")
+def chat(container: Container) -> dict[str, Any]:
+    project_id = container.projects.get_or_create_project("context").id
+    memory_id = container.memories.create(project_id, name="chat").id
+    ids = []
+    for when, speaker, text in CHAT:
+        session = "s1" if when == MAY else "s2"
+        entry = NewEntry(memory_id=memory_id, content=text, subject=speaker, entities=[EntityRef(name=speaker)],
+                         valid_from=when, source_conversation_id=f"chat/{session}")
+        ids.append(container.write_entry(project_id=project_id, entry=entry, duplicate_threshold=1.0).entry.id)
+    return {"project_id": project_id, "memory_id": memory_id, "ids": ids}
+
+
+def search(container: Container, chat: dict[str, Any], query: str, preset: str = "hybrid", limit: int = 3) -> list[str]:
+    request = SearchRequest(query=query, memory_ids=[chat["memory_id"]], limit=limit)
+    response = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
+                                request=request, config=PRESETS[preset])
+    return [r.id for r in response.results]
+
+
+def test_a_turn_gets_the_previous_turn_of_its_conversation_as_context(container: Container, chat: dict[str, Any]) -> None:
+    entries = [container.entries.get(chat["project_id"], entry_id) for entry_id in chat["ids"]]
+    assert entries[0].context is None  # first turn of its conversation
+    assert entries[1].context == f"Melanie: {CHAT[0][2]}"
+    assert entries[4].context is None  # a new session is a new conversation
+    assert entries[5].context == f"Melanie: {CHAT[4][2]}"
+
+
+def test_caller_context_wins_and_extracted_facts_take_none(container: Container, chat: dict[str, Any]) -> None:
+    memory_id = container.memories.create(chat["project_id"], name="context rules").id
+    first = NewEntry(memory_id=memory_id, content="Can we meet tomorrow?", subject="Ann", source_conversation_id="c")
+    container.write_entry(project_id=chat["project_id"], entry=first)
+    given = NewEntry(memory_id=memory_id, content="Sure, tomorrow works.", context="(a call, not the chat)",
+                     source_conversation_id="c")
+    assert container.write_entry(project_id=chat["project_id"], entry=given).entry.context == "(a call, not the chat)"
+    extracted = NewEntry(memory_id=memory_id, content="Ann meets Bob tomorrow.", source_type="extraction",
+                         source_conversation_id="c")
+    assert container.write_entry(project_id=chat["project_id"], entry=extracted).entry.context is None
+    alone = NewEntry(memory_id=memory_id, content="Ann likes tea.")
+    assert container.write_entry(project_id=chat["project_id"], entry=alone).entry.context is None
+
+
+def test_context_is_indexed_for_keywords_at_half_weight(container: Container, chat: dict[str, Any]) -> None:
+    # "weekend" is only in turn 0; turn 1 carries it through its context
+    with container.database.connection() as conn:
+        row = conn.execute(
+            "SELECT (SELECT array_agg(w) FROM unnest(search_tsv) u, unnest(u.weights) w WHERE u.lexeme = 'weekend') AS w"
+            " FROM memory_entries WHERE id = %s", (chat["ids"][1],),
+        ).fetchone()
+    assert row is not None and row["w"] == ["B"]
+
+
+def test_the_answer_turn_is_found_through_its_question(container: Container, chat: dict[str, Any]) -> None:
+    # The answer ("counseling or mental health") shares no word with the query; its context does
+    got = search(container, chat, "What job is Caroline hoping to find?")
+    assert chat["ids"][3] in got
+
+
+def test_keyword_alone_ranks_by_bm25(container: Container, chat: dict[str, Any]) -> None:
+    got = search(container, chat, "sunrise painting", preset="keyword_only")
+    assert got[0] == chat["ids"][4]
+
+
+def test_a_named_date_favours_facts_of_that_day(container: Container, chat: dict[str, Any]) -> None:
+    # "weekend" is in both sessions' turns; the date picks June's
+    got = search(container, chat, "What did Melanie do on 9 June, 2023?", limit=7)
+    assert got.index(chat["ids"][4]) < got.index(chat["ids"][0])
+
+
+def test_neighbours_are_read_even_when_no_signal_lists_them(container: Container, chat: dict[str, Any]) -> None:
+    # keyword only: turn 6 ("Yes, oils on canvas ...", context: turn 5) matches none of these words
+    request = SearchRequest(query="sunrise painting over the lake", memory_ids=[chat["memory_id"]], limit=10,
+                            signals=["keyword"])
+    response = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
+                                request=request, config=HYBRID)
+    by_id = {r.id: r for r in response.results}
+    assert response.results[0].id == chat["ids"][4]
+    neighbour = by_id[chat["ids"][6]]  # two steps after the best match, read as its neighbour
+    assert neighbour.signal_ranks == {} and neighbour.score > 0
+    assert chat["ids"][0] not in by_id  # another session: never a neighbour

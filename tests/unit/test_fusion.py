@@ -1,0 +1,127 @@
+"""Convex fusion of search v2 and the dates a query names (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory_engine.domain.fusion import fuse, neighbours, top_keys
+from memory_engine.domain.query_text import DateMention, date_mentions
+from memory_engine.domain.search_config import HYBRID, KEYWORD_ONLY, PRESETS, VECTOR_ONLY, Signal
+from memory_engine.domain.search_models import Candidate, EntityLink, MemoryResult, RankedLists, ResultKey
+
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def fact(key: str, similarity: float, *, subject: str | None = None, valid_from: datetime | None = None) -> MemoryResult:
+    entities = [EntityLink(name=subject, role="subject")] if subject else []
+    return MemoryResult(id=key, content=key, score=0.0, similarity_score=similarity, memory_id="m", memory_name="m",
+                        created_at=NOW, entities=entities, valid_from=valid_from)
+
+
+def key(name: str) -> ResultKey:
+    return ("memory", name)
+
+
+def ranked(vector: dict[str, float], keyword: dict[str, float]) -> RankedLists:
+    out = RankedLists()
+    out.lists["memory:vector"] = [key(k) for k in vector]
+    out.scores["memory:vector"] = list(vector.values())
+    out.lists["memory:keyword"] = [key(k) for k in keyword]
+    out.scores["memory:keyword"] = list(keyword.values())
+    return out
+
+
+def test_scores_are_normalized_then_weighted() -> None:
+    # vector list a 0.9 .. c 0.5, keyword list b 8 .. a 2
+    lists = ranked({"a": 0.9, "b": 0.7, "c": 0.5}, {"b": 8.0, "a": 2.0})
+    cands = {key("a"): Candidate(fact("a", 0.9), bm25=2.0), key("b"): Candidate(fact("b", 0.7), bm25=8.0),
+             key("c"): Candidate(fact("c", 0.5))}
+    scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)}
+    # min-max cosine: a 1.0, b 0.5, c 0.0; BM25 / max: b 1.0, a 0.25
+    assert scores == pytest.approx({"a": 1.25, "b": 1.5, "c": 0.0})
+    assert [s.key[1] for s in fuse(lists, cands, HYBRID)] == ["b", "a", "c"]
+
+
+def test_single_signal_presets_rank_by_that_signal_alone() -> None:
+    lists = ranked({"a": 0.9, "b": 0.7}, {"b": 8.0, "a": 2.0})
+    cands = {key("a"): Candidate(fact("a", 0.9), bm25=2.0), key("b"): Candidate(fact("b", 0.7), bm25=8.0)}
+    only_vector = RankedLists(lists={"memory:vector": lists.lists["memory:vector"]},
+                              scores={"memory:vector": lists.scores["memory:vector"]})
+    assert [s.key[1] for s in fuse(only_vector, cands, VECTOR_ONLY)] == ["a", "b"]
+    only_keyword = RankedLists(lists={"memory:keyword": lists.lists["memory:keyword"]},
+                               scores={"memory:keyword": lists.scores["memory:keyword"]})
+    assert [s.key[1] for s in fuse(only_keyword, cands, KEYWORD_ONLY)] == ["b", "a"]
+
+
+def test_named_subject_and_named_date_add_their_boosts() -> None:
+    may = datetime(2023, 5, 8, tzinfo=UTC)
+    lists = ranked({"x": 0.8, "y": 0.8}, {})
+    cands = {key("x"): Candidate(fact("x", 0.8, subject="Caroline", valid_from=may)),
+             key("y"): Candidate(fact("y", 0.8, subject="Melanie"))}
+    scored = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID, names={"caroline"}, dates=[DateMention(2023, 5, None)])}
+    assert scored["x"] - scored["y"] == pytest.approx(HYBRID.subject_boost + HYBRID.date_boost)
+
+
+def test_a_row_next_to_a_strong_match_gains_from_it() -> None:
+    # "q" asks (matches the query), "answer" replies right after it and matches nothing itself
+    lists = ranked({"q": 0.9, "other": 0.6, "far": 0.5}, {})
+    cands = {
+        key("q"): Candidate(fact("q", 0.9)),
+        key("answer"): Candidate(fact("answer", 0.5), previous=(key("q"),)),
+        key("other"): Candidate(fact("other", 0.6)),
+        key("far"): Candidate(fact("far", 0.5)),
+    }
+    order = [s.key[1] for s in fuse(lists, cands, HYBRID)]
+    assert order.index("answer") < order.index("far")
+    scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)}
+    assert scores["answer"] == pytest.approx(HYBRID.neighbour_weight * 1.0)
+    # and the strong match gains only what its weaker neighbour lends
+    assert scores["q"] == pytest.approx(1.0 + HYBRID.neighbour_weight * 0.0)
+
+
+def test_neighbours_decay_with_distance_and_respect_the_window() -> None:
+    cands = {key("a"): Candidate(fact("a", 0.1)),
+             key("b"): Candidate(fact("b", 0.1), previous=(key("a"),)),
+             key("c"): Candidate(fact("c", 0.1), previous=(key("b"), key("a")))}
+    assert sorted(neighbours(cands, 2)[key("a")]) == [(key("b"), 1), (key("c"), 2)]
+    assert neighbours(cands, 1)[key("a")] == [(key("b"), 1)]
+
+
+def test_top_keys_orders_listed_rows_before_any_row_is_read() -> None:
+    # c: vector (0.6 - 0.3) / 0.6 = 0.5 + keyword 1.0; a: vector 1.0; b: vector 0.667
+    lists = ranked({"a": 0.9, "b": 0.7, "c": 0.6, "d": 0.3}, {"c": 9.0})
+    assert top_keys(lists, HYBRID, 2) == [key("c"), key("a")]
+
+
+def test_presets_keep_single_signals_pure_and_rrf_for_comparison() -> None:
+    for name in ("vector_only", "keyword_only", "entity_only"):
+        config = PRESETS[name]
+        assert len(config.signals) == 1 and config.neighbour_window == 0
+        assert config.subject_boost == 0 and config.date_boost == 0
+    assert PRESETS["rrf_v1"].fusion == "rrf"
+    assert PRESETS["hybrid"].signals == frozenset({Signal.VECTOR, Signal.KEYWORD, Signal.ENTITY})
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("What did Gina find on 1 February, 2023?", [DateMention(2023, 2, 1)]),
+    ("What painting did Melanie show on October 13, 2023?", [DateMention(2023, 10, 13)]),
+    ("When did Melanie go camping in June?", [DateMention(None, 6, None)]),
+    ("workout class in December 2023", [DateMention(2023, 12, None)]),
+    ("the report of 2023-05-07", [DateMention(2023, 5, 7)]),
+    ("what happened in 2022", [DateMention(2022, None, None)]),
+    ("may I ask what you march for", []),
+    ("In May we moved", [DateMention(None, 5, None)]),
+    ("the 2000 calories diet", []),
+])
+def test_date_mentions(query: str, expected: list[DateMention]) -> None:
+    assert date_mentions(query) == expected
+
+
+def test_a_date_mention_matches_what_it_fixes() -> None:
+    when = datetime(2023, 6, 9, 19, 55, tzinfo=UTC)
+    assert DateMention(None, 6, None).matches(when)
+    assert DateMention(2023, 6, 9).matches(when)
+    assert not DateMention(2022, 6, None).matches(when)
+    assert not DateMention(2023, 6, 9).matches(None)
