@@ -49,10 +49,14 @@ def search(container: Container, chat: dict[str, Any], query: str, preset: str =
 
 def test_a_turn_gets_the_previous_turn_of_its_conversation_as_context(container: Container, chat: dict[str, Any]) -> None:
     entries = [container.entries.get(chat["project_id"], entry_id) for entry_id in chat["ids"]]
-    assert entries[0].context is None  # first turn of its conversation
-    assert entries[1].context == f"Melanie: {CHAT[0][2]}"
-    assert entries[4].context is None  # a new session is a new conversation
-    assert entries[5].context == f"Melanie: {CHAT[4][2]}"
+    # each turn's context: the turn before it (embedded with it), then the turn after it (indexed)
+    assert entries[0].context == f"Caroline: {CHAT[1][2]}"  # first turn: only the one after it
+    assert entries[1].context == f"Melanie: {CHAT[0][2]}\nMelanie: {CHAT[2][2]}"
+    assert entries[3].context == f"Melanie: {CHAT[2][2]}"  # last turn of its session
+    assert entries[4].context == f"Caroline: {CHAT[5][2]}"  # a new session is a new conversation
+    assert entries[6].context == f"Caroline: {CHAT[5][2]}"
+    # appending the next turn is not an update of the fact
+    assert entries[0].updated_at == entries[0].created_at
 
 
 def test_caller_context_wins_and_extracted_facts_take_none(container: Container, chat: dict[str, Any]) -> None:

@@ -9,15 +9,12 @@ import pytest
 from memory_engine.domain.fusion import fuse, neighbours, top_keys
 from memory_engine.domain.query_text import DateMention, date_mentions
 from memory_engine.domain.search_config import HYBRID, KEYWORD_ONLY, PRESETS, VECTOR_ONLY, Signal
-from memory_engine.domain.search_models import Candidate, EntityLink, MemoryResult, RankedLists, ResultKey
-
-NOW = datetime(2024, 1, 1, tzinfo=UTC)
+from memory_engine.domain.search_models import Candidate, RankedLists, ResultKey
 
 
-def fact(key: str, similarity: float, *, subject: str | None = None, valid_from: datetime | None = None) -> MemoryResult:
-    entities = [EntityLink(name=subject, role="subject")] if subject else []
-    return MemoryResult(id=key, content=key, score=0.0, similarity_score=similarity, memory_id="m", memory_name="m",
-                        created_at=NOW, entities=entities, valid_from=valid_from)
+def fact(similarity: float, *, bm25: float = 0.0, previous: tuple[ResultKey, ...] = (), subject: str | None = None,
+         valid_from: datetime | None = None) -> Candidate:
+    return Candidate(similarity, bm25, previous, (subject,) if subject else (), valid_from)
 
 
 def key(name: str) -> ResultKey:
@@ -36,8 +33,8 @@ def ranked(vector: dict[str, float], keyword: dict[str, float]) -> RankedLists:
 def test_scores_are_normalized_then_weighted() -> None:
     # vector list a 0.9 .. c 0.5, keyword list b 8 .. a 2
     lists = ranked({"a": 0.9, "b": 0.7, "c": 0.5}, {"b": 8.0, "a": 2.0})
-    cands = {key("a"): Candidate(fact("a", 0.9), bm25=2.0), key("b"): Candidate(fact("b", 0.7), bm25=8.0),
-             key("c"): Candidate(fact("c", 0.5))}
+    cands = {key("a"): fact(0.9, bm25=2.0), key("b"): fact(0.7, bm25=8.0),
+             key("c"): fact(0.5)}
     scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)}
     # min-max cosine: a 1.0, b 0.5, c 0.0; BM25 / max: b 1.0, a 0.25
     assert scores == pytest.approx({"a": 1.25, "b": 1.5, "c": 0.0})
@@ -46,7 +43,7 @@ def test_scores_are_normalized_then_weighted() -> None:
 
 def test_single_signal_presets_rank_by_that_signal_alone() -> None:
     lists = ranked({"a": 0.9, "b": 0.7}, {"b": 8.0, "a": 2.0})
-    cands = {key("a"): Candidate(fact("a", 0.9), bm25=2.0), key("b"): Candidate(fact("b", 0.7), bm25=8.0)}
+    cands = {key("a"): fact(0.9, bm25=2.0), key("b"): fact(0.7, bm25=8.0)}
     only_vector = RankedLists(lists={"memory:vector": lists.lists["memory:vector"]},
                               scores={"memory:vector": lists.scores["memory:vector"]})
     assert [s.key[1] for s in fuse(only_vector, cands, VECTOR_ONLY)] == ["a", "b"]
@@ -58,8 +55,8 @@ def test_single_signal_presets_rank_by_that_signal_alone() -> None:
 def test_named_subject_and_named_date_add_their_boosts() -> None:
     may = datetime(2023, 5, 8, tzinfo=UTC)
     lists = ranked({"x": 0.8, "y": 0.8}, {})
-    cands = {key("x"): Candidate(fact("x", 0.8, subject="Caroline", valid_from=may)),
-             key("y"): Candidate(fact("y", 0.8, subject="Melanie"))}
+    cands = {key("x"): fact(0.8, subject="caroline", valid_from=may),
+             key("y"): fact(0.8, subject="melanie")}
     scored = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID, names={"caroline"}, dates=[DateMention(2023, 5, None)])}
     assert scored["x"] - scored["y"] == pytest.approx(HYBRID.subject_boost + HYBRID.date_boost)
 
@@ -68,10 +65,10 @@ def test_a_row_next_to_a_strong_match_gains_from_it() -> None:
     # "q" asks (matches the query), "answer" replies right after it and matches nothing itself
     lists = ranked({"q": 0.9, "other": 0.6, "far": 0.5}, {})
     cands = {
-        key("q"): Candidate(fact("q", 0.9)),
-        key("answer"): Candidate(fact("answer", 0.5), previous=(key("q"),)),
-        key("other"): Candidate(fact("other", 0.6)),
-        key("far"): Candidate(fact("far", 0.5)),
+        key("q"): fact(0.9),
+        key("answer"): fact(0.5, previous=(key("q"),)),
+        key("other"): fact(0.6),
+        key("far"): fact(0.5),
     }
     order = [s.key[1] for s in fuse(lists, cands, HYBRID)]
     assert order.index("answer") < order.index("far")
@@ -82,9 +79,9 @@ def test_a_row_next_to_a_strong_match_gains_from_it() -> None:
 
 
 def test_neighbours_decay_with_distance_and_respect_the_window() -> None:
-    cands = {key("a"): Candidate(fact("a", 0.1)),
-             key("b"): Candidate(fact("b", 0.1), previous=(key("a"),)),
-             key("c"): Candidate(fact("c", 0.1), previous=(key("b"), key("a")))}
+    cands = {key("a"): fact(0.1),
+             key("b"): fact(0.1, previous=(key("a"),)),
+             key("c"): fact(0.1, previous=(key("b"), key("a")))}
     assert sorted(neighbours(cands, 2)[key("a")]) == [(key("b"), 1), (key("c"), 2)]
     assert neighbours(cands, 1)[key("a")] == [(key("b"), 1)]
 

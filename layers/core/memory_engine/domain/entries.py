@@ -30,6 +30,8 @@ MAX_FIELD_CHARS = 1_000  # subject / predicate / object / provenance ids
 MAX_QUOTE_CHARS = 4_000
 #: The text around a fact in its source (e.g. the preceding turn) that is indexed with it.
 MAX_CONTEXT_CHARS = 2_000
+#: A neighbouring turn is kept in an entry's context up to this many characters.
+CONTEXT_TURN_CHARS = 1_000
 
 SourceType = Literal["manual", "agent", "extraction", "orchestration"]
 EntityRole = Literal["subject", "object", "mention"]
@@ -48,6 +50,12 @@ def clean_tags(tags: list[str] | None) -> list[str]:
         if value not in out:
             out.append(value)
     return out
+
+
+def turn_text(subject: str | None, content: str) -> str:
+    """A fact as a line of its conversation, ``"<subject>: <content>"``, cut to ``CONTEXT_TURN_CHARS``."""
+    text = f"{subject}: {content}" if subject else content
+    return text[:CONTEXT_TURN_CHARS]
 
 
 def check_content(content: str) -> str:

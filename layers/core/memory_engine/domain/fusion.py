@@ -27,10 +27,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memory_engine.domain.entities import normalize_entity_name
 from memory_engine.domain.query_text import DateMention
 from memory_engine.domain.search_config import SearchConfig, Signal
-from memory_engine.domain.search_models import Candidate, MemoryResult, RankedLists, ResultKey
+from memory_engine.domain.search_models import Candidate, RankedLists, ResultKey
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]
             low, high = _minmax(ranked.scores.get(name, []))
             span = high - low
             for key, cand in candidates.items():
-                sim = cand.result.similarity_score
+                sim = cand.similarity
                 if key[0] == source and sim is not None:
                     out[key] += weight * (1.0 if span <= 0 else _clamp((sim - low) / span))
         elif signal is Signal.KEYWORD:
@@ -79,15 +78,13 @@ def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]
     return out
 
 
-def names_subject(result: MemoryResult | object, names: Collection[str]) -> bool:
+def names_subject(candidate: Candidate, names: Collection[str]) -> bool:
     """True when the row is a fact whose subject entity is named in the query."""
-    if not isinstance(result, MemoryResult) or not names:
-        return False
-    return any(link.role == "subject" and normalize_entity_name(link.name) in names for link in result.entities)
+    return bool(names) and any(subject in names for subject in candidate.subjects)
 
 
-def on_named_date(result: MemoryResult | object, dates: Sequence[DateMention]) -> bool:
-    return isinstance(result, MemoryResult) and any(d.matches(result.valid_from) for d in dates)
+def on_named_date(candidate: Candidate, dates: Sequence[DateMention]) -> bool:
+    return any(d.matches(candidate.valid_from) for d in dates)
 
 
 def neighbours(candidates: Mapping[ResultKey, Candidate], window: int) -> dict[ResultKey, list[tuple[ResultKey, int]]]:
@@ -110,9 +107,9 @@ def fuse(
     lists have the row, then its best rank, then its key (deterministic)."""
     base = signal_scores(ranked, candidates, config)
     for key, cand in candidates.items():
-        if config.subject_boost and names_subject(cand.result, names):
+        if config.subject_boost and names_subject(cand, names):
             base[key] += config.subject_boost
-        if config.date_boost and on_named_date(cand.result, dates):
+        if config.date_boost and on_named_date(cand, dates):
             base[key] += config.date_boost
     final = dict(base)
     if config.neighbour_weight > 0 and config.neighbour_window > 0:

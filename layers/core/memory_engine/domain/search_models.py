@@ -248,13 +248,16 @@ class RankedLists:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A row considered for the final ranking, with what fusion needs beyond the row itself:
-    its BM25 score under the query's statistics and the rows right before it in its
-    conversation (or document), nearest first."""
+    """A row considered for the final ranking, with what fusion reads of it: its cosine to the
+    query, its BM25 score under the query's statistics, the rows right before it in its
+    conversation (or document), nearest first, and for a fact its subject entities (normalized
+    names) and ``valid_from``. The row itself is read only if it makes the page."""
 
-    result: MemoryResult | DocumentResult
+    similarity: float | None = None
     bm25: float = 0.0
     previous: tuple[ResultKey, ...] = ()
+    subjects: tuple[str, ...] = ()
+    valid_from: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,10 @@ class EntryWriteSession(Protocol):
         provenance columns are never touched."""
         ...
     def invalidate(self, entry_id: str, *, superseded_by: str, reason: str) -> None: ...
+    def extend_context(self, entry_id: str, text: str) -> None:
+        """Appends a line (the turn that follows it) to a live entry's context; its vector, content
+        and ``updated_at`` are unchanged (only what keyword search indexes grows)."""
+        ...
 
 
 class EntryRepository(Protocol):
@@ -94,9 +98,9 @@ class EntryRepository(Protocol):
         are serialized. Raises NotFound when the memory is not in the project."""
         ...
 
-    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> str | None:
-        """``"<subject>: <content>"`` (or the content) of the most recent live entry of
-        ``conversation_id`` in the memory; None when there is none."""
+    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
+        """``(id, "<subject>: <content>")`` of the most recent live entry of ``conversation_id``
+        in the memory (the content alone when it has no subject); None when there is none."""
         ...
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
         """Any entry of the project, invalidated ones too (audit). Raises NotFound."""

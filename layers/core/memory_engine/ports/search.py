@@ -31,11 +31,11 @@ class KnowledgeIndex(Protocol):
 
     def candidates(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Any, *, top: Sequence[ResultKey],
-        window: int, raw: bool = False,
+        window: int,
     ) -> dict[ResultKey, Candidate]:
         """Every listed row still in scope, plus the rows within ``window`` steps of each of ``top``
-        in its conversation (facts) or document (chunks), with their cosine to ``embedding``, their
-        BM25 score under ``ranked.keyword_stats`` and their previous neighbours."""
+        in its conversation (facts) or document (chunks), with what fusion reads of them: cosine
+        to ``embedding``, BM25 under ``ranked.keyword_stats``, previous neighbours, subjects."""
         ...
 
     def fetch(

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from memory_engine.domain.fusion import fuse, top_keys
+from memory_engine.domain.fusion import Scored, fuse, top_keys
 from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
 from memory_engine.domain.render import render
-from memory_engine.domain.rrf import rrf
+from memory_engine.domain.rrf import Fused, rrf
 from memory_engine.domain.search_config import HYBRID, SearchConfig, Signal
 from memory_engine.domain.search_models import (
     DocumentResult,
     MemoryResult,
     RankedLists,
+    ResultKey,
     Scopes,
     SearchRequest,
     SearchResponse,
@@ -120,16 +122,26 @@ def _ranked(
         return _rrf_results(index, project_id, request, config, ranked, embedding, raw=raw)
     window = config.neighbour_window if config.neighbour_weight > 0 else 0
     top = top_keys(ranked, config, config.neighbour_expand) if window else []
-    candidates = index.candidates(project_id, scopes, ranked, embedding, top=top, window=window, raw=raw)
+    candidates = index.candidates(project_id, scopes, ranked, embedding, top=top, window=window)
     names = frozenset(query.entity_names) if config.subject_boost else frozenset()
     dates = date_mentions(request.query) if config.date_boost and request.query else []
     fused = fuse(ranked, candidates, config, names=names, dates=dates)
     if request.min_score is not None:
         fused = [f for f in fused if f.score >= request.min_score]
+    return _page(index, project_id, fused[: request.limit], embedding, raw=raw)
+
+
+def _page(
+    index: KnowledgeIndex, project_id: str, fused: Sequence[Scored | Fused[ResultKey]], embedding: Any, *, raw: bool
+) -> list[MemoryResult | DocumentResult]:
+    """The rows of the page in fused order, with their fused score and per-signal ranks."""
+    rows = index.fetch(project_id, [f.key for f in fused], embedding, raw=raw)
     results: list[MemoryResult | DocumentResult] = []
-    for item in fused[: request.limit]:
+    for item in fused:
+        row = rows.get(item.key)
+        if row is None:  # deleted between ranking and reading
+            continue
         ranks = {name.split(":", 1)[1]: rank for name, rank in item.ranks.items()}
-        row = candidates[item.key].result
         results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
     return results
 
@@ -143,13 +155,4 @@ def _rrf_results(
     fused = rrf(ranked.lists, k=config.rrf_k, weights=weights)
     if request.min_score is not None:
         fused = [f for f in fused if f.score >= request.min_score]
-    fused = fused[: request.limit]
-    rows = index.fetch(project_id, [f.key for f in fused], embedding, raw=raw)
-    results: list[MemoryResult | DocumentResult] = []
-    for item in fused:
-        row = rows.get(item.key)
-        if row is None:  # deleted between ranking and reading
-            continue
-        ranks = {name.split(":", 1)[1]: rank for name, rank in item.ranks.items()}
-        results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
-    return results
+    return _page(index, project_id, fused[: request.limit], embedding, raw=raw)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_engine.domain.entities import EntityLink, anchor_name, embedding_text, entity_links
-from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, check_metadata
+from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, check_metadata, turn_text
 from memory_engine.domain.write_decision import (
     ARBITRATION_SYSTEM_PROMPT,
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -70,6 +70,7 @@ class _Prepared:
     embedding: Vector | None
     entity_vectors: EntityVectors
     context: str | None = None
+    previous_id: str | None = None
 
 
 def write_entry(
@@ -92,7 +93,8 @@ def write_entry(
         check_threshold(duplicate_threshold)
     except ValueError as exc:
         raise InvalidInput(str(exc), details=[{"field": "duplicate_threshold"}]) from exc
-    prepared = _prepare(embedder, entry, _context(repo, project_id, entry))
+    context, previous_id = _context(repo, project_id, entry)
+    prepared = _prepare(embedder, entry, context, previous_id)
 
     with repo.write_session(project_id, entry.memory_id) as session:
         best = _best(session, prepared)
@@ -126,17 +128,19 @@ def write_entry(
         return WriteResult("superseded", created, superseded_entry_id=best.entry.id)
 
 
-def _context(repo: EntryRepository, project_id: str, entry: NewEntry) -> str | None:
-    """The entry's context: the caller's, else (a turn of a conversation, not an extracted fact,
-    which is written self-contained) the conversation's previous live entry in the memory."""
+def _context(repo: EntryRepository, project_id: str, entry: NewEntry) -> tuple[str | None, str | None]:
+    """``(context, previous entry id)``: the caller's context, else (a turn of a conversation,
+    not an extracted fact, which is written self-contained) the conversation's previous live entry
+    in the memory, whose own context then gains this turn (it follows it)."""
     if entry.context is not None:
-        return entry.context.strip() or None
+        return entry.context.strip() or None, None
     if entry.source_conversation_id is None or entry.source_type == "extraction":
-        return None
-    return repo.conversation_context(project_id, entry.memory_id, entry.source_conversation_id)
+        return None, None
+    previous = repo.conversation_context(project_id, entry.memory_id, entry.source_conversation_id)
+    return (previous[1], previous[0]) if previous else (None, None)
 
 
-def _prepare(embedder: Embedder, entry: NewEntry, context: str | None = None) -> _Prepared:
+def _prepare(embedder: Embedder, entry: NewEntry, context: str | None = None, previous_id: str | None = None) -> _Prepared:
     content = check_content(entry.content)
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
@@ -149,6 +153,7 @@ def _prepare(embedder: Embedder, entry: NewEntry, context: str | None = None) ->
         embedding=vectors[0],
         entity_vectors=EntityVectors({link.key: vec for link, vec in zip(links, vectors[1:], strict=True)}),
         context=context,
+        previous_id=previous_id,
     )
 
 
@@ -177,10 +182,13 @@ def _decide(best: Candidate | None, duplicate_threshold: float, agent: AgentCont
 
 
 def _insert(session: EntryWriteSession, prepared: _Prepared) -> MemoryEntry:
-    return session.insert(
+    created = session.insert(
         prepared.entry, content=prepared.content, embedding=prepared.embedding, links=prepared.links,
         entity_vectors=prepared.entity_vectors, context=prepared.context,
     )
+    if prepared.previous_id is not None:
+        session.extend_context(prepared.previous_id, turn_text(prepared.entry.subject, prepared.content))
+    return created
 
 
 def _arbitrate(chat: ChatModel, agent: AgentContext, *, existing: str, new: str) -> Arbitration | None:

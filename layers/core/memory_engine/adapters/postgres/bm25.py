@@ -34,11 +34,11 @@ from typing import Final
 K1: Final = 1.2
 B: Final = 0.75
 #: Rows read per query lexeme through the GIN index (its df is exact below this).
-DF_CAP: Final = 1_000
+DF_CAP: Final = 250
 #: Lexemes in more than this share of the table's rows (planner statistics) are not read.
 COMMON_SHARE: Final = 0.05
 #: Rows rescored with their real term frequencies after the tf = 1 pass.
-RESCORE: Final = 100
+RESCORE: Final = 60
 #: Weight of a position by its tsvector weight label (B: context, at half weight).
 POSITION_WEIGHT_SQL: Final = "CASE w WHEN 'B' THEN 0.5 ELSE 1.0 END"
 
@@ -61,7 +61,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str
     matching ``websearch_to_tsquery`` are ranked."""
     a = alias
     return f"""
-        WITH stats AS (
+        WITH stats AS MATERIALIZED (
             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
             WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1
         ), q AS MATERIALIZED (
@@ -74,13 +74,12 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str
                 WHERE {scope_sql} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
             ) h WHERE q.share <= {COMMON_SHARE}
         ), counted AS (
-            SELECT q.lexeme, q.share,
-                   CASE WHEN q.share > {COMMON_SHARE} THEN q.share * %(n)s
-                        ELSE (SELECT count(*) FROM hits WHERE hits.lexeme = q.lexeme) END::float8 AS df
-            FROM q
+            SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found FROM q
+            LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme)
         ), idf AS MATERIALIZED (
             SELECT lexeme, ln(1 + (greatest(%(n)s, df) - df + 0.5) / (df + 0.5)) AS idf FROM (
-                SELECT lexeme, CASE WHEN df >= {DF_CAP} THEN greatest(df, share * %(n)s) ELSE df END AS df
+                SELECT lexeme, (CASE WHEN share > {COMMON_SHARE} OR found >= {DF_CAP} THEN greatest(found, share * %(n)s)
+                                     ELSE found END)::float8 AS df
                 FROM counted) c
             WHERE df > 0
         ), coarse AS (

@@ -20,7 +20,7 @@ from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.cursor import Cursor, next_cursor
 from memory_engine.domain.entities import EntityLink
-from memory_engine.domain.entries import MemoryEntry, NewEntry
+from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
@@ -198,6 +198,13 @@ class PostgresWriteSession:
         return merged
 
 
+    def extend_context(self, entry_id: str, text: str) -> None:
+        self._conn.execute(
+            "UPDATE memory_entries SET context = left(coalesce(context || E'\\n', '') || %s, %s)"
+            " WHERE id = %s AND memory_id = %s AND project_id = %s AND invalidated_at IS NULL",
+            (text, MAX_CONTEXT_CHARS, entry_id, self._memory_id, self._project_id),
+        )
+
     def invalidate(self, entry_id: str, *, superseded_by: str, reason: str) -> None:
         self._conn.execute(
             "UPDATE memory_entries SET invalidated_at = clock_timestamp(), superseded_by_entry_id = %s,"
@@ -235,16 +242,14 @@ class PostgresEntryRepository:
             _lock_memory(conn, project_id, memory_id, self._ef_search)
             yield PostgresWriteSession(conn, project_id, memory_id)
 
-    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> str | None:
+    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         with self._db.connection() as conn:
             row = conn.execute(
-                "SELECT e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"
+                "SELECT e.id, e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"
                 " AND e.invalidated_at IS NULL AND e.project_id = %s ORDER BY e.created_at DESC, e.id DESC LIMIT 1",
                 (memory_id, conversation_id, project_id),
             ).fetchone()
-        if row is None:
-            return None
-        return f"{row['subject']}: {row['content']}" if row["subject"] else str(row["content"])
+        return None if row is None else (str(row["id"]), turn_text(row["subject"], row["content"]))
 
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
         with self._db.connection() as conn:

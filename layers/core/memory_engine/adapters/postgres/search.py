@@ -133,7 +133,7 @@ class PostgresKnowledgeIndex:
 
     def candidates(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Any, *, top: Sequence[ResultKey],
-        window: int, raw: bool = False,
+        window: int,
     ) -> dict[ResultKey, Candidate]:
         listed = list(dict.fromkeys(key for keys in ranked.lists.values() for key in keys))
         found: dict[ResultKey, Candidate] = {}
@@ -158,14 +158,16 @@ class PostgresKnowledgeIndex:
             results = {source: self._read(read) for source, read in work.items()}
         for source, rows in results.items():
             for row in rows:
+                similarity = None if row["similarity"] is None else float(row["similarity"])
+                bm25_score = float(row["bm25"] or 0.0)
                 if source == mems.SOURCE:
                     key: ResultKey = (mems.SOURCE, row["id"])
                     previous: tuple[ResultKey, ...] = tuple(("memory", k) for k in (row["prev_ids"] or ()))
-                    found[key] = Candidate(memory_result(row, raw=raw), float(row["bm25"] or 0.0), previous)
+                    found[key] = Candidate(similarity, bm25_score, previous, tuple(row["subjects"] or ()), row["valid_from"])
                 else:
                     key = (docs.SOURCE, row["id"])
                     previous = tuple(("document", k) for k in (row["prev_ids"] or ()))
-                    found[key] = Candidate(document_result(row), float(row["bm25"] or 0.0), previous)
+                    found[key] = Candidate(similarity, bm25_score, previous)
         return found
 
     def _read(self, read: Callable[[psycopg.Connection[Any]], list[dict[str, Any]]]) -> list[dict[str, Any]]:

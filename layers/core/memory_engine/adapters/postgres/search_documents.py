@@ -99,8 +99,9 @@ def candidate_rows(
     conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, ids: list[str], top: list[str], *,
     embedding: Any, idfs: dict[str, float], avgdl: float, window: int,
 ) -> list[dict[str, Any]]:
-    """The chunks of ``ids`` plus the chunks within ``window`` of each of ``top`` in its document,
-    with ``similarity``, ``bm25`` and ``prev_ids`` (the chunks before it, nearest first)."""
+    """What fusion reads of the chunks ``ids`` and of the chunks within ``window`` of each of
+    ``top`` in its document: ``similarity``, ``bm25`` and ``prev_ids`` (the chunks before it,
+    nearest first). Chunks out of scope are dropped."""
     expand = ""
     if window > 0 and top:
         expand = (
@@ -112,10 +113,12 @@ def candidate_rows(
         "ARRAY(SELECT p.id FROM document_chunks p WHERE p.document_id = c.document_id AND p.generation = c.generation"
         " AND p.chunk_index < c.chunk_index AND p.chunk_index >= c.chunk_index - %(window)s ORDER BY p.chunk_index DESC)"
     )
+    bm25_sql = bm25.bm25_expr("c", "unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)") if idfs else "0"
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        f" SELECT {ROW_COLUMNS}, {bm25.bm25_expr('c', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} AS bm25,"
-        f" {prev} AS prev_ids FROM {FROM_SQL}"
+        " SELECT c.id, CASE WHEN %(embedding)s::vector IS NULL OR c.embedding IS NULL THEN NULL"
+        " ELSE 1 - (c.embedding <=> %(embedding)s::vector) END AS similarity,"
+        f" {bm25_sql} AS bm25, {prev} AS prev_ids FROM {FROM_SQL}"
         f" WHERE c.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
     )
     params = scope_params(project_id, scope) | {

@@ -142,7 +142,7 @@ BRIDGE_FACTS = 10
 BRIDGE_ENTITIES = 5
 #: At most this many facts touching the anchors are ranked (the most recent: ids are time-ordered),
 #: a latency bound for anchors that touch a large share of a huge memory.
-ANCHOR_FANOUT_CAP = 500
+ANCHOR_FANOUT_CAP = 100
 #: Only entities touching fewer facts than this are followed as bridges: a hub bridges to
 #: everything, which is no signal (and unbounded work).
 DEGREE_CAP = 50
@@ -156,8 +156,8 @@ HUB_SHARE = 0.2
 HUB_MIN_DEGREE = 20
 #: or when it touches more than this many, whatever the scope's size: twice ``ANCHOR_FANOUT_CAP``,
 #: so its facts could not be ranked in full anyway. It bounds both counts of :func:`split_hubs`:
-#: an anchor's facts are counted up to this + 1, the scope's up to this / ``HUB_SHARE`` (5,000).
-HUB_MAX_DEGREE = 1_000
+#: an anchor's facts are counted up to this + 1, the scope's up to this / ``HUB_SHARE`` (1,000).
+HUB_MAX_DEGREE = 200
 
 
 def split_hubs(
@@ -294,9 +294,10 @@ def candidate_rows(
     conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, ids: list[str], top: list[str], *,
     embedding: Any, idfs: dict[str, float], avgdl: float, window: int,
 ) -> list[dict[str, Any]]:
-    """The rows of ``ids`` plus the conversation neighbours (``window`` each side) of ``top``, each
-    with its cosine (``similarity``), its BM25 score under ``idfs`` (``bm25``) and ``prev_ids``: the
-    ids of up to ``window`` live entries before it in its conversation, nearest first."""
+    """What fusion reads of the facts ``ids`` and of the conversation neighbours (``window`` each
+    side) of ``top``: ``similarity`` (cosine), ``bm25`` (under ``idfs``), ``prev_ids`` (up to
+    ``window`` live entries before it in its conversation, nearest first), ``subjects`` (its
+    subject entities' normalized names) and ``valid_from``. Rows out of scope are dropped."""
     expand = ""
     if window > 0 and top:
         expand = (
@@ -306,12 +307,15 @@ def candidate_rows(
         )
     before = _neighbour_sql("e", "p", scope, "<")
     prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END"
+    bm25_sql = bm25.bm25_expr("e", "unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)") if idfs else "0"
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        f" SELECT {ROW_COLUMNS}, {bm25.bm25_expr('e', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} AS bm25,"
-        f" {prev} AS prev_ids"
-        " FROM memory_entries e JOIN memories m ON m.id = e.memory_id"
-        " WHERE e.id IN (SELECT id FROM picked) AND e.project_id = %(project_id)s AND m.project_id = %(project_id)s"
+        " SELECT e.id, e.valid_from, CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL THEN NULL"
+        " ELSE 1 - (e.embedding <=> %(embedding)s::vector) END AS similarity,"
+        f" {bm25_sql} AS bm25, {prev} AS prev_ids,"
+        " ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"
+        "       WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects"
+        f" FROM memory_entries e WHERE e.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
     )
     params = scope_params(project_id, scope) | {
         "ids": ids, "top": top, "embedding": embedding, "window": window,
