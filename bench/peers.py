@@ -450,7 +450,8 @@ class Mem0(System):
             from mem0.utils.entity_extraction import extract_entities
         except ImportError:
             return []
-        return [text for q in ds.queries for _, text in extract_entities(q.text)]
+        # Mem0 strips the query before it embeds it
+        return [q.text.strip() for q in ds.queries] + [text for q in ds.queries for _, text in extract_entities(q.text.strip())]
 
     def setup(self, ds: Dataset) -> None:
         from mem0 import Memory
