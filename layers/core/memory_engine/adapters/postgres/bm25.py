@@ -9,22 +9,21 @@ GIN-matched candidates with Okapi BM25 (Robertson & Zaragoza; Lucene's ``k1 = 1.
 over the lexemes of ``to_tsvector('english', query)`` (stemmed, stop words dropped: the same
 analyzer as the indexed column). Where the statistics come from, per query and scope:
 
-- ``df(t)``: the number of live rows *in the searched scope* containing ``t``, counted exactly
-  through the GIN index up to ``DF_CAP``. A lexeme that the column's planner statistics
-  (``pg_stats.most_common_elems``, refreshed by autovacuum) put in more than ``COMMON_SHARE`` of
-  the table is not read at all: its df is estimated as that share of ``N`` and it only adds to the
-  score of rows found through rarer lexemes (MaxScore's observation: a row matching only very
-  common terms cannot reach the top). A lexeme found ``DF_CAP`` times is counted as the larger
-  of the cap and its estimate. So the work per query is bounded by
-  ``lexemes x DF_CAP`` index hits, whatever the table's size.
-- ``N`` and ``avgdl``: the scope's live rows and their average length, from
-  :class:`ScopeStats` (cached per scope for a few minutes: an IDF statistic, not a result).
+- ``df(t)``: the rows *in the searched scope* containing ``t``, found through the GIN index, at
+  most ``DF_CAP`` per lexeme and ``HITS_BUDGET`` per query, rarest lexemes first (their share of
+  the column's rows in the planner statistics, ``pg_stats.most_common_elems``, refreshed by
+  autovacuum: a lexeme absent from that list is rarer than all in it). A lexeme the budget or
+  the cap cut short counts as the larger of what was found and its share of ``N``. So the work
+  per query is bounded whatever the table's size, and on small scopes df is exact.
+- ``N`` and ``avgdl``: the scope's live rows and their average length, from the search
+  adapter's scope statistics (cached per scope for a few minutes: an IDF statistic, not a
+  result; a result row is always read live).
 - ``|d|`` is ``length(search_tsv)``, the number of distinct lexemes; ``tf`` counts a lexeme's
   positions, those of weight B (a fact's ``context``) at half weight.
 
-Ranking runs in two stages inside one statement: every hit is scored with ``tf = 1`` (the lexemes
-it matched are known from the hits, no row is unpacked), then the best ``RESCORE`` rows are
-rescored exactly from their tsvector.
+Ranking runs in two stages inside one statement: every row found is scored by the idf of the
+lexemes it was found by (no row is unpacked), then the best ``RESCORE`` rows are rescored
+exactly (every query lexeme, real tf and length) from their tsvector.
 """
 
 from __future__ import annotations
@@ -33,10 +32,10 @@ from typing import Final
 
 K1: Final = 1.2
 B: Final = 0.75
-#: Rows read per query lexeme through the GIN index (its df is exact below this).
-DF_CAP: Final = 250
-#: Lexemes in more than this share of the table's rows (planner statistics) are not read.
-COMMON_SHARE: Final = 0.05
+#: Rows read per query lexeme through the GIN index (its df is exact below this) ...
+DF_CAP: Final = 1_000
+#: ... and for the whole query, rarest lexemes first (planner statistics order them).
+HITS_BUDGET: Final = 1_000
 #: Rows rescored with their real term frequencies after the tf = 1 pass.
 RESCORE: Final = 60
 #: Weight of a position by its tsvector weight label (B: context, at half weight).
@@ -64,27 +63,31 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str
         WITH stats AS MATERIALIZED (
             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
             WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1
-        ), q AS MATERIALIZED (
+        ), shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
                    coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0)::float8 AS share
             FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) l(lexeme)
+        ), q AS MATERIALIZED (
+            SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord FROM shares
         ), hits AS MATERIALIZED (
-            SELECT q.lexeme, h.id, h.dl FROM q CROSS JOIN LATERAL (
-                SELECT {a}.id, length({a}.search_tsv) AS dl FROM {from_sql}
-                WHERE {scope_sql} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
-            ) h WHERE q.share <= {COMMON_SHARE}
+            SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q ORDER BY ord) q
+            CROSS JOIN LATERAL (
+                SELECT {a}.id FROM {from_sql} WHERE {scope_sql} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
+            ) h
+            LIMIT {HITS_BUDGET}
         ), counted AS (
-            SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found FROM q
-            LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme)
+            SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found,
+                   coalesce(h.found, 0) < {DF_CAP} AND (t.total < {HITS_BUDGET} OR q.ord < t.last) AS complete
+            FROM q LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme),
+                 (SELECT count(*) AS total, coalesce(max(ord), 0) AS last FROM hits) t
         ), idf AS MATERIALIZED (
             SELECT lexeme, ln(1 + (greatest(%(n)s, df) - df + 0.5) / (df + 0.5)) AS idf FROM (
-                SELECT lexeme, (CASE WHEN share > {COMMON_SHARE} OR found >= {DF_CAP} THEN greatest(found, share * %(n)s)
-                                     ELSE found END)::float8 AS df
+                SELECT lexeme, (CASE WHEN complete THEN found ELSE greatest(found, share * %(n)s) END)::float8 AS df
                 FROM counted) c
             WHERE df > 0
         ), coarse AS (
-            SELECT h.id, sum(i.idf * {K1 + 1} / (1 + {K1} * (1 - {B} + {B} * h.dl / %(avgdl)s::float8))) AS s
-            FROM hits h JOIN idf i USING (lexeme) GROUP BY h.id ORDER BY s DESC, h.id LIMIT {RESCORE}
+            SELECT h.id, sum(i.idf) AS s FROM hits h JOIN idf i USING (lexeme)
+            GROUP BY h.id ORDER BY s DESC, h.id LIMIT {RESCORE}
         ), strict_hits AS (
             SELECT {a}.id FROM {from_sql}
             WHERE %(strict)s AND {scope_sql} AND {a}.search_tsv @@ websearch_to_tsquery('english', %(text)s)

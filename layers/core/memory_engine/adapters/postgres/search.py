@@ -101,7 +101,9 @@ class PostgresKnowledgeIndex:
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
-                anchors, hubs = mems.split_hubs(conn, project_id, m, mems.anchor_entities(conn, project_id, q))
+                found = mems.anchor_entities(conn, project_id, q)
+                size = self._stats(conn, project_id, m)[0] if found else None
+                anchors, hubs = mems.split_hubs(conn, project_id, m, found, size=size)
                 out.anchors = anchors
                 return mems.entity(conn, project_id, m, q, anchors, hubs)
 

@@ -15,10 +15,15 @@ from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKey
 
 SOURCE: Final = "memory"
 
+#: The no-embedding entity ordering ORs the query's lexemes minus those in more than this share
+#: of the rows (planner statistics): they rank nothing.
+COMMON_SHARE = 0.02
+
+
 def tsquery_sql(table: str) -> str:
     """The ORed tsquery of a search's lexemes minus those the column's statistics put in more than
-    :data:`bm25.COMMON_SHARE` of the rows (the rarest is always kept); ``websearch_to_tsquery``
-    as written when the caller used its syntax. Only the no-embedding entity ordering uses it."""
+    :data:`COMMON_SHARE` of the rows (the rarest is always kept); ``websearch_to_tsquery`` as
+    written when the caller used its syntax. Only the no-embedding entity ordering uses it."""
     return f"""(CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) ELSE (
         WITH stats AS (
             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
@@ -27,7 +32,7 @@ def tsquery_sql(table: str) -> str:
             SELECT l.lexeme, coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0) AS df
             FROM unnest(to_tsvector('english', %(text)s)) l
         ), kept AS (
-            SELECT lexeme FROM lexemes WHERE df <= {bm25.COMMON_SHARE}
+            SELECT lexeme FROM lexemes WHERE df <= {COMMON_SHARE}
             UNION (SELECT lexeme FROM lexemes ORDER BY df, lexeme LIMIT 1)
         )
         SELECT coalesce(string_agg(quote_literal(lexeme), ' | '), '')::tsquery FROM kept
@@ -139,13 +144,13 @@ def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQue
 #: How many of the best direct facts lend their other entities as one-hop bridges, and how many
 #: bridge entities (least connected first: "breaking bad" before "user") are followed.
 BRIDGE_FACTS = 10
-BRIDGE_ENTITIES = 5
+BRIDGE_ENTITIES = 3
 #: At most this many facts touching the anchors are ranked (the most recent: ids are time-ordered),
 #: a latency bound for anchors that touch a large share of a huge memory.
 ANCHOR_FANOUT_CAP = 100
 #: Only entities touching fewer facts than this are followed as bridges: a hub bridges to
 #: everything, which is no signal (and unbounded work).
-DEGREE_CAP = 50
+DEGREE_CAP = 25
 
 
 #: An anchor is a HUB, and the entity signal skips it, when it touches more than this share of the
@@ -161,35 +166,49 @@ HUB_MAX_DEGREE = 200
 
 
 def split_hubs(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str]
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str], *, size: int | None = None
 ) -> tuple[list[str], list[str]]:
     """``(specific, hubs)``: the anchors in their order, split by the hub rule above.
 
-    Capped counts only: each anchor's live facts in the scope (at most ``HUB_MAX_DEGREE + 1``
-    links read), then, only when an anchor's degree is between ``HUB_MIN_DEGREE`` and
-    ``HUB_MAX_DEGREE``, the scope's live facts up to ``largest such degree / HUB_SHARE`` (beyond
-    that no anchor can be a hub by share). Exact for every scope size."""
+    Capped counts only. First each anchor's links in the project, read from the entity index
+    alone (at most ``HUB_MAX_DEGREE + 1``): beyond the cap it is a hub (the fan-out reads links
+    project-wide too), under ``HUB_MIN_DEGREE`` it cannot be one. Only the anchors in between
+    have their live facts *in the scope* counted (at most ``HUB_MAX_DEGREE + 1`` each), against
+    the scope's size: ``size`` when the caller knows it (the search adapter's cached scope
+    statistics), else a count up to ``largest such degree / HUB_SHARE`` (beyond that no anchor can
+    be a hub by share)."""
     if not anchors:
         return [], []
     cap = HUB_MAX_DEGREE + 1
-    rows = conn.execute(
-        f"""SELECT a.id, capped.links, capped.degree FROM unnest(%(anchors)s::text[]) a(id),
-            LATERAL (SELECT count(*) AS links, count(DISTINCT entry_id) AS degree FROM (
-                SELECT ee.entry_id FROM entry_entities ee JOIN memory_entries e ON e.id = ee.entry_id
-                WHERE ee.entity_id = a.id AND {scope_sql(scope)} LIMIT {cap}) l) capped""",
-        scope_params(project_id, scope) | {"anchors": anchors},
-    ).fetchall()
-    degrees = {row["id"]: cap if row["links"] >= cap else int(row["degree"]) for row in rows}
-    hubs = {a for a, d in degrees.items() if d > HUB_MAX_DEGREE}
-    by_share = [d for d in degrees.values() if HUB_MIN_DEGREE <= d <= HUB_MAX_DEGREE]
-    if by_share:
-        size_cap = int(max(by_share) / HUB_SHARE) + 1
-        size_row = conn.execute(
-            f"SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE {scope_sql(scope)} LIMIT %(cap)s) live",
-            scope_params(project_id, scope) | {"cap": size_cap},
-        ).fetchone()
-        size = int(size_row["n"]) if size_row else 0
-        hubs |= {a for a, d in degrees.items() if HUB_MIN_DEGREE <= d <= HUB_MAX_DEGREE and d > HUB_SHARE * size}
+    links = {
+        row["id"]: int(row["links"])
+        for row in conn.execute(
+            f"""SELECT a.id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = a.id
+                                                     LIMIT {cap}) l) AS links
+                FROM unnest(%(anchors)s::text[]) a(id)""",
+            {"anchors": anchors},
+        ).fetchall()
+    }
+    hubs = {a for a, n in links.items() if n > HUB_MAX_DEGREE}
+    judged = [a for a, n in links.items() if HUB_MIN_DEGREE <= n <= HUB_MAX_DEGREE]
+    if judged:
+        rows = conn.execute(
+            f"""SELECT a.id, (SELECT count(DISTINCT l.entry_id) FROM (
+                    SELECT ee.entry_id FROM entry_entities ee JOIN memory_entries e ON e.id = ee.entry_id
+                    WHERE ee.entity_id = a.id AND {scope_sql(scope)} LIMIT {cap}) l) AS degree
+                FROM unnest(%(anchors)s::text[]) a(id)""",
+            scope_params(project_id, scope) | {"anchors": judged},
+        ).fetchall()
+        degrees = {row["id"]: int(row["degree"]) for row in rows}
+        by_share = [d for d in degrees.values() if d >= HUB_MIN_DEGREE]
+        if by_share and size is None:
+            size_cap = int(max(by_share) / HUB_SHARE) + 1
+            size_row = conn.execute(
+                f"SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE {scope_sql(scope)} LIMIT %(cap)s) live",
+                scope_params(project_id, scope) | {"cap": size_cap},
+            ).fetchone()
+            size = int(size_row["n"]) if size_row else 0
+        hubs |= {a for a, d in degrees.items() if d >= HUB_MIN_DEGREE and d > HUB_SHARE * (size or 0)}
     return [a for a in anchors if a not in hubs], [a for a in anchors if a in hubs]
 
 
