@@ -144,7 +144,8 @@ def load_dataset(name: str, args: argparse.Namespace) -> Dataset:
 # ----------------------------------------------------------------------------- cached vectors
 class VectorCache:
     """Text -> unit vector, precomputed by the parent. A text nobody predicted is embedded with the
-    real model (disk-cached), counted, and its time reported so callers can subtract it."""
+    real model (disk-cached), recorded, and its time reported so callers can subtract it; the parent
+    then learns the text and runs the child again, so the rows it reports never include the model."""
 
     def __init__(self, work: Path, dataset: str, cache_dir: Path) -> None:
         texts = json.loads((work / f"texts-{dataset}.json").read_text("utf-8"))
@@ -152,9 +153,8 @@ class VectorCache:
         self._vectors: dict[str, np.ndarray] = dict(zip(texts, vectors, strict=True))
         self._cache_dir = cache_dir
         self._model: Any = None
-        self.misses = 0
+        self.missed: list[str] = []
         self.miss_seconds = 0.0
-        self.first_miss: str | None = None
 
     def get(self, texts: Sequence[str]) -> list[np.ndarray]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
@@ -167,8 +167,7 @@ class VectorCache:
                 self._model = DiskCachedEmbedder(OnnxMiniLMEmbedder(), self._cache_dir)
             for text, vector in zip(missing, self._model.embed_documents(missing), strict=True):
                 self._vectors[text] = np.asarray(vector, dtype=np.float32)
-            self.misses += len(missing)
-            self.first_miss = self.first_miss or missing[0][:160]
+            self.missed += missing
             self.miss_seconds += time.perf_counter() - started
         return [self._vectors[t] for t in texts]
 
@@ -176,31 +175,61 @@ class VectorCache:
         return self.get([text])[0]
 
 
-def embed_up_front(datasets: list[Dataset], systems: list[str], work: Path, cache_dir: Path) -> dict[str, dict[str, Any]]:
-    """Embed every text the selected systems will ask for, once; write texts/vectors per data set."""
-    from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
-    from memory_engine.evaluation.embedding_cache import DiskCachedEmbedder
+class UpFrontEmbeddings:
+    """The parent's side: embeds every text the systems will ask for, once, before any of them runs,
+    and writes them per data set for the children. Texts a child had to embed itself (a system
+    embeds something no prediction covered, e.g. memory-engine's context-bearing fact text) are
+    remembered in the cache directory, so later runs embed them up front too."""
 
-    model = DiskCachedEmbedder(OnnxMiniLMEmbedder(), cache_dir)
-    report: dict[str, dict[str, Any]] = {}
-    for ds in datasets:
+    def __init__(self, work: Path, cache_dir: Path) -> None:
+        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+        from memory_engine.evaluation.embedding_cache import DiskCachedEmbedder
+
+        self.work, self.cache_dir = work, cache_dir
+        self.model = DiskCachedEmbedder(OnnxMiniLMEmbedder(), cache_dir)
+        self.report: dict[str, dict[str, Any]] = {}
+
+    def learned_path(self, dataset: str) -> Path:
+        return self.cache_dir / f"peers-learned-texts-{dataset}.json"
+
+    def learned(self, dataset: str) -> list[str]:
+        path = self.learned_path(dataset)
+        return list(json.loads(path.read_text("utf-8"))) if path.exists() else []
+
+    def prepare(self, ds: Dataset, systems: list[str]) -> None:
         documents: dict[str, None] = dict.fromkeys(u.text for u in ds.units)
         for key in systems:
-            for text in SYSTEMS[key].extra_texts(ds):
-                documents.setdefault(text)
+            documents.update(dict.fromkeys(SYSTEMS[key].extra_texts(ds)))
+        documents.update(dict.fromkeys(self.learned(ds.name)))
         queries = list(dict.fromkeys(q.text for q in ds.queries))
-        hits_before = model.disk_hits
-        started = time.perf_counter()
-        doc_vectors = model.embed_documents(list(documents))
-        query_vectors = [model.embed_query(q) for q in queries]  # the eval harness's cache keys, so its runs are reused
+        hits_before, started = self.model.disk_hits, time.perf_counter()
+        vectors = self.model.embed_documents(list(documents))
+        vectors += [self.model.embed_query(q) for q in queries]  # the eval harness's cache keys: its runs are reused
         seconds = time.perf_counter() - started
         texts = list(documents) + queries
-        computed = len(texts) - (model.disk_hits - hits_before)
-        (work / f"texts-{ds.name}.json").write_text(json.dumps(texts), "utf-8")
-        np.save(work / f"vectors-{ds.name}.npy", np.asarray(doc_vectors + query_vectors, dtype=np.float32))
-        report[ds.name] = {"texts": len(texts), "computed": computed, "seconds": round(seconds, 2), "model": model.model_id}
+        self.write(ds.name, texts, vectors)
+        computed = len(texts) - (self.model.disk_hits - hits_before)
+        self.report[ds.name] = {"texts": len(texts), "computed": computed, "seconds": round(seconds, 2),
+                                "model": self.model.model_id}
         log(f"{ds.name}: {len(texts)} texts embedded up front ({computed} by the model, {seconds:.1f} s)")
-    return report
+
+    def learn(self, dataset: str, missed: list[str]) -> None:
+        """Embed texts a child asked for, add them to the data set's vectors and remember them."""
+        texts = json.loads((self.work / f"texts-{dataset}.json").read_text("utf-8"))
+        known = set(texts)
+        new = [t for t in dict.fromkeys(missed) if t not in known]
+        hits_before, started = self.model.disk_hits, time.perf_counter()
+        vectors = list(np.load(self.work / f"vectors-{dataset}.npy")) + self.model.embed_documents(new)
+        self.write(dataset, texts + new, vectors)
+        self.learned_path(dataset).write_text(json.dumps(list(dict.fromkeys(self.learned(dataset) + new))), "utf-8")
+        entry = self.report[dataset]
+        entry["texts"] += len(new)
+        entry["computed"] += len(new) - (self.model.disk_hits - hits_before)
+        entry["seconds"] = round(entry["seconds"] + time.perf_counter() - started, 2)
+
+    def write(self, dataset: str, texts: list[str], vectors: Sequence[Any]) -> None:
+        (self.work / f"texts-{dataset}.json").write_text(json.dumps(texts), "utf-8")
+        np.save(self.work / f"vectors-{dataset}.npy", np.asarray(vectors, dtype=np.float32))
 
 
 # ----------------------------------------------------------------------------- systems
@@ -387,19 +416,13 @@ class MemoryEngineHttp(MemoryEngineService):
             super().load(ds)  # no bulk route over HTTP: the same bulk insert; only search goes over HTTP
             return
         if ds.name == "locomo":
-            labels: dict[str, set[str]] = {}
-            for conv in ds.conversations:  # the fields locomo.seed writes, as API bodies
-                memory = self.call("/v1/memories", {"name": f"locomo {conv.sample_id}", "tags": ["eval:locomo"]})
-                self.scope[conv.sample_id] = memory["id"]
-                for turn in conv.turns:
-                    entry = self.call("/v1/memory-entries", {
-                        "memory_id": memory["id"], "content": turn.text, "subject": turn.speaker,
-                        "entities": [{"name": turn.speaker, "type": "person"}],
-                        "valid_from": turn.when.isoformat() if turn.when else None, "metadata": {"dia_id": turn.dia_id},
-                        "source_type": "manual", "duplicate_threshold": 1.0,
-                    })
-                    labels.setdefault(entry["id"], set()).add(turn.dia_id)
-            self.labels = {k: frozenset(v) for k, v in labels.items()}
+            from memory_engine.evaluation import locomo
+
+            target = HttpSeedTarget(self.call)  # the harness's own seeding, every write a request
+            for conv in ds.conversations:
+                memory_id, labels = locomo.seed(target, self.project_id, conv)  # type: ignore[arg-type]
+                self.scope[conv.sample_id] = memory_id
+                self.labels.update(labels)
         else:
             from memory_engine.services.ingestion.documents import run_name
 
@@ -418,6 +441,29 @@ class MemoryEngineHttp(MemoryEngineService):
         self.http.close()
         self.gateway.stop()
         super().close()
+
+
+class HttpSeedTarget:
+    """What ``locomo.seed`` needs of a container (``memories.create``, ``write_entry``), answered by
+    the HTTP API: the harness decides the fields, so the HTTP row writes exactly what the service row
+    writes, whatever the harness writes next."""
+
+    def __init__(self, call: Callable[[str, dict[str, Any]], Any]) -> None:
+        self.call = call
+        self.memories = self
+
+    def create(self, project_id: str, *, name: str, tags: Sequence[str] = (), **fields: Any) -> Any:
+        from types import SimpleNamespace
+
+        created = self.call("/v1/memories", {"name": name, "tags": list(tags), **fields})
+        return SimpleNamespace(id=created["id"])
+
+    def write_entry(self, *, project_id: str, entry: Any, duplicate_threshold: float = 0.95, agent: Any = None) -> Any:
+        from types import SimpleNamespace
+
+        body = {**entry.model_dump(mode="json", exclude_unset=True), "duplicate_threshold": duplicate_threshold}
+        written = self.call("/v1/memory-entries", body)
+        return SimpleNamespace(entry=SimpleNamespace(id=written["id"]), action=written.get("action"))
 
 
 def mem0_spacy() -> str:
@@ -776,8 +822,9 @@ def run_child(args: argparse.Namespace) -> int:
     system.close()
     rss_mb = peak_rss_mb()
     for r in rows:
-        r.update(peak_rss_mb=rss_mb, model_misses=cache.misses, first_miss=cache.first_miss, notes=system.notes)
+        r.update(peak_rss_mb=rss_mb, model_misses=len(cache.missed), notes=system.notes)
     (work / f"result-{args.child}-{ds.name}.json").write_text(json.dumps(rows, indent=1), "utf-8")
+    (work / f"missed-{args.child}-{ds.name}.json").write_text(json.dumps(cache.missed), "utf-8")
     return 0
 
 
@@ -840,6 +887,28 @@ def child_env(work: Path) -> dict[str, str]:
     return env
 
 
+def run_system(args: argparse.Namespace, server: Any, embeddings: UpFrontEmbeddings, key: str, dataset: str,
+               work: Path) -> list[dict[str, Any]]:
+    """One child process for one system on one data set (a second one, on a fresh database, when the
+    first had to embed texts itself: the rows must not include the model). Rows, or one error row each."""
+    for attempt in (1, 2):
+        db_url = create_database(server, f"peers_{key.replace('-', '_')}_{dataset}")
+        again = " (again: the texts it embedded itself are precomputed now)" if attempt > 1 else ""
+        log(f"{dataset}/{key}: child process{again}")
+        proc = subprocess.run(child_argv(args, key, dataset, db_url, work), env=child_env(work), stdout=sys.stderr, check=False)
+        out, failure = work / f"result-{key}-{dataset}.json", work / f"error-{key}-{dataset}.txt"
+        if proc.returncode != 0 or not out.exists():
+            reason = failure.read_text("utf-8") if failure.exists() else f"exit status {proc.returncode}"
+            log(f"{dataset}/{key}: FAILED ({reason})")
+            return [{"row": row, "system": key, "error": reason} for row in SYSTEMS[key].rows]
+        missed = json.loads((work / f"missed-{key}-{dataset}.json").read_text("utf-8"))
+        if not missed or attempt == 2:
+            return list(json.loads(out.read_text("utf-8")))
+        log(f"{dataset}/{key}: embedded {len(missed)} texts nobody predicted, e.g. {missed[0][:80]!r}; learning them")
+        embeddings.learn(dataset, missed)
+    raise AssertionError("unreachable")
+
+
 def run_all(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
@@ -854,25 +923,17 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         datasets = [load_dataset(name, args) for name in names]
         for ds in datasets:
             log(f"{ds.name}: {len(ds.units)} units, {len(ds.queries)} queries, {len(ds.groups())} search scopes")
-        embedding = embed_up_front(datasets, systems, work, args.cache_dir)
+        embeddings = UpFrontEmbeddings(work, args.cache_dir)
+        for ds in datasets:
+            embeddings.prepare(ds, systems)
         results: dict[str, list[dict[str, Any]]] = {}
         with embedded_server(work) as server:
             report_versions = versions(server.uri("postgres"))
             for ds in datasets:
                 results[ds.name] = []
                 for key in systems:
-                    db_url = create_database(server, f"peers_{key.replace('-', '_')}_{ds.name}")
-                    log(f"{ds.name}/{key}: child process")
-                    proc = subprocess.run(child_argv(args, key, ds.name, db_url, work), env=child_env(work),
-                                          stdout=sys.stderr, check=False)
-                    out, failure = work / f"result-{key}-{ds.name}.json", work / f"error-{key}-{ds.name}.txt"
-                    if proc.returncode == 0 and out.exists():
-                        results[ds.name] += json.loads(out.read_text("utf-8"))
-                    else:
-                        reason = failure.read_text("utf-8") if failure.exists() else f"exit status {proc.returncode}"
-                        log(f"{ds.name}/{key}: FAILED ({reason})")
-                        results[ds.name] += [{"row": row, "system": key, "error": reason} for row in SYSTEMS[key].rows]
-    return {"embedding": embedding, "results": results, "versions": report_versions,
+                    results[ds.name] += run_system(args, server, embeddings, key, ds.name, work)
+    return {"embedding": embeddings.report, "results": results, "versions": report_versions,
             "seconds": round(time.perf_counter() - started, 1), "machine": machine()}
 
 
