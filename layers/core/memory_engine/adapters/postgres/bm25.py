@@ -35,7 +35,7 @@ B: Final = 0.75
 #: Rows read per query lexeme through the GIN index (its df is exact below this) ...
 DF_CAP: Final = 1_000
 #: ... and for the whole query, rarest lexemes first (planner statistics order them).
-HITS_BUDGET: Final = 1_000
+HITS_BUDGET: Final = 600
 #: Rows rescored with their real term frequencies after the tf = 1 pass.
 RESCORE: Final = 60
 #: Weight of a position by its tsvector weight label (B: context, at half weight).

@@ -7,6 +7,7 @@ one), in which case the previous complete generation keeps answering until the p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import psycopg
@@ -97,7 +98,8 @@ def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embeddi
 
 def candidate_rows(
     conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, ids: list[str], top: list[str], *,
-    embedding: Any, idfs: dict[str, float], avgdl: float, window: int,
+    embedding: Any, idfs: dict[str, float], avgdl: float, window: int, known_similarity: Sequence[str] = (),
+    known_bm25: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """What fusion reads of the chunks ``ids`` and of the chunks within ``window`` of each of
     ``top`` in its document: ``similarity``, ``bm25`` and ``prev_ids`` (the chunks before it,
@@ -113,10 +115,12 @@ def candidate_rows(
         "ARRAY(SELECT p.id FROM document_chunks p WHERE p.document_id = c.document_id AND p.generation = c.generation"
         " AND p.chunk_index < c.chunk_index AND p.chunk_index >= c.chunk_index - %(window)s ORDER BY p.chunk_index DESC)"
     )
-    bm25_sql = bm25.bm25_expr("c", "unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)") if idfs else "0"
+    bm25_sql = (f"CASE WHEN c.id = ANY(%(known_bm25)s::text[]) THEN NULL ELSE "
+                f"{bm25.bm25_expr('c', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END") if idfs else "0"
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        " SELECT c.id, CASE WHEN %(embedding)s::vector IS NULL OR c.embedding IS NULL THEN NULL"
+        " SELECT c.id, CASE WHEN %(embedding)s::vector IS NULL OR c.embedding IS NULL"
+        f" OR c.id = ANY(%(known_similarity)s::text[]) THEN NULL"
         " ELSE 1 - (c.embedding <=> %(embedding)s::vector) END AS similarity,"
         f" {bm25_sql} AS bm25, {prev} AS prev_ids FROM {FROM_SQL}"
         f" WHERE c.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
@@ -124,6 +128,7 @@ def candidate_rows(
     params = scope_params(project_id, scope) | {
         "ids": ids, "top": top, "embedding": embedding, "window": window,
         "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
+        "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
     }
     return conn.execute(sql, params).fetchall()
 

@@ -6,6 +6,7 @@ Every statement is filtered by ``project_id``. Without ``as_of`` the filter says
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import psycopg
@@ -147,7 +148,7 @@ BRIDGE_FACTS = 10
 BRIDGE_ENTITIES = 3
 #: At most this many facts touching the anchors are ranked (the most recent: ids are time-ordered),
 #: a latency bound for anchors that touch a large share of a huge memory.
-ANCHOR_FANOUT_CAP = 100
+ANCHOR_FANOUT_CAP = 50
 #: Only entities touching fewer facts than this are followed as bridges: a hub bridges to
 #: everything, which is no signal (and unbounded work).
 DEGREE_CAP = 25
@@ -161,8 +162,8 @@ HUB_SHARE = 0.2
 HUB_MIN_DEGREE = 20
 #: or when it touches more than this many, whatever the scope's size: twice ``ANCHOR_FANOUT_CAP``,
 #: so its facts could not be ranked in full anyway. It bounds both counts of :func:`split_hubs`:
-#: an anchor's facts are counted up to this + 1, the scope's up to this / ``HUB_SHARE`` (1,000).
-HUB_MAX_DEGREE = 200
+#: an anchor's facts are counted up to this + 1, the scope's up to this / ``HUB_SHARE`` (500).
+HUB_MAX_DEGREE = 100
 
 
 def split_hubs(
@@ -219,7 +220,8 @@ def entity(
     """Every live fact touching an anchor, ordered by relevance to the query (cosine to its
     embedding; ``ts_rank`` when there is no embedding), never by row order; then, as a second
     tier, facts one hop away through the most specific other entities of the best direct facts
-    (how "anything good on Netflix tonight?" reaches "user's favourite show is breaking bad").
+    (how "anything good on Netflix tonight?" reaches "user's favourite show is breaking bad"),
+    only when the direct facts do not already fill the list (the tier would be cut anyway).
     ``hubs`` (see :func:`split_hubs`) are neither anchors nor bridges."""
     if not anchors:
         return []
@@ -245,7 +247,8 @@ def entity(
                    (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id
                                           LIMIT {DEGREE_CAP}) capped) AS degree
             FROM entry_entities ee
-            WHERE ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})
+            WHERE (SELECT count(*) FROM direct) < %(depth)s
+              AND ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})
               AND ee.entity_id <> ALL(%(anchors)s::text[]) AND ee.entity_id <> ALL(%(hubs)s::text[])
             GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}
         ), specific AS (
@@ -311,7 +314,8 @@ def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> 
 
 def candidate_rows(
     conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, ids: list[str], top: list[str], *,
-    embedding: Any, idfs: dict[str, float], avgdl: float, window: int,
+    embedding: Any, idfs: dict[str, float], avgdl: float, window: int, known_similarity: Sequence[str] = (),
+    known_bm25: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """What fusion reads of the facts ``ids`` and of the conversation neighbours (``window`` each
     side) of ``top``: ``similarity`` (cosine), ``bm25`` (under ``idfs``), ``prev_ids`` (up to
@@ -326,10 +330,12 @@ def candidate_rows(
         )
     before = _neighbour_sql("e", "p", scope, "<")
     prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END"
-    bm25_sql = bm25.bm25_expr("e", "unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)") if idfs else "0"
+    bm25_sql = (f"CASE WHEN e.id = ANY(%(known_bm25)s::text[]) THEN NULL ELSE "
+                f"{bm25.bm25_expr('e', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END") if idfs else "0"
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        " SELECT e.id, e.valid_from, CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL THEN NULL"
+        " SELECT e.id, e.valid_from, CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL"
+        f" OR e.id = ANY(%(known_similarity)s::text[]) THEN NULL"
         " ELSE 1 - (e.embedding <=> %(embedding)s::vector) END AS similarity,"
         f" {bm25_sql} AS bm25, {prev} AS prev_ids,"
         " ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"
@@ -339,6 +345,7 @@ def candidate_rows(
     params = scope_params(project_id, scope) | {
         "ids": ids, "top": top, "embedding": embedding, "window": window,
         "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
+        "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
     }
     return conn.execute(sql, params).fetchall()
 
