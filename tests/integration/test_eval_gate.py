@@ -1,0 +1,47 @@
+"""The quality gate: bounded runs of the real evaluations fail when search v2 falls below the
+figures it reached (docs/retrieval.md, "CI gate") minus a small margin.
+
+The runs are deterministic for a given code, model and data (exact statistics on these small
+scopes; the HNSW graphs hold every row within ``ef_search``), so the margin only absorbs what an
+index rebuild may reorder, not noise.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_engine.bootstrap import Container
+from memory_engine.evaluation import beir, locomo
+from tests.conftest import shared_data
+
+MARGIN = 0.02
+#: Measured on the bounded subsets below (``.venv/bin/python -m pytest tests/integration/test_eval_gate.py -s``).
+LOCOMO_CONV26 = {"hybrid": 0.815, "keyword_only": 0.696, "vector_only": 0.561}
+SCIFACT_SUBSET = {"hybrid": 0.858, "keyword_only": 0.785, "vector_only": 0.863}
+
+
+@pytest.mark.slow
+def test_locomo_gate_on_one_whole_conversation(container: Container) -> None:
+    # Given one whole LoCoMo conversation (19 sessions, 419 turns) written through the funnel
+    conversations = locomo.load(shared_data("locomo", "locomo_dev5.json"), max_conversations=1)
+    table = locomo.evaluate(container, conversations, rows=("vector_only", "keyword_only", "hybrid", "rrf_v1"),
+                            project="gate-locomo")
+    got = {row: table.mean(row, "overall", "R@10") for row in ("vector_only", "keyword_only", "hybrid", "rrf_v1")}
+    print("\nLoCoMo conv-26 R@10:", {k: round(v, 3) for k, v in got.items()})
+    # Then every row holds its recorded figure, and fusion beats each signal alone and search v1
+    for row, floor in LOCOMO_CONV26.items():
+        assert got[row] >= floor - MARGIN, f"{row} R@10 {got[row]:.3f} < {floor} - {MARGIN}"
+    assert got["hybrid"] > max(got["vector_only"], got["keyword_only"], got["rrf_v1"])
+
+
+@pytest.mark.slow
+def test_scifact_gate_on_a_subset(container: Container) -> None:
+    # Given 100 train claims over their judged abstracts plus distractors (600 abstracts)
+    data = beir.load(shared_data("scifact"), max_queries=100, max_docs=600)
+    table = beir.evaluate(container, data, rows=("vector_only", "keyword_only", "hybrid", "rrf_v1"), project="gate-beir")
+    got = {row: table.mean(row, "overall", "nDCG@10") for row in ("vector_only", "keyword_only", "hybrid", "rrf_v1")}
+    print("\nSciFact subset nDCG@10:", {k: round(v, 3) for k, v in got.items()})
+    for row, floor in SCIFACT_SUBSET.items():
+        assert got[row] >= floor - MARGIN, f"{row} nDCG@10 {got[row]:.3f} < {floor} - {MARGIN}"
+    # (with few distractors the vector signal alone is as good here; the full corpus separates them)
+    assert got["hybrid"] > got["keyword_only"] and got["hybrid"] >= got["rrf_v1"]
