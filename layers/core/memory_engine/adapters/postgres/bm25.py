@@ -52,13 +52,21 @@ def bm25_expr(row: str, idf_source: str) -> str:
                JOIN {idf_source} ON i.lexeme = t.lexeme)"""
 
 
-def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str:
+def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
+                hits_scope: str | None = None) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
     as ``(id, score, idfs)``; ``idfs`` (the same on every row) maps each scored lexeme to its idf
     so other candidates can be scored alike. Parameters: ``text``, ``strict``, ``n``, ``avgdl``,
     ``depth`` and the scope's. With ``strict`` (the caller wrote websearch syntax) only rows
-    matching ``websearch_to_tsquery`` are ranked."""
+    matching ``websearch_to_tsquery`` are ranked. ``hits_from``/``hits_scope`` may be a cheaper
+    superset of the scope to find and count rows by (df); the best of them are then checked
+    against the full scope before they are rescored."""
     a = alias
+    if hits_from:
+        recheck_from = f" JOIN {from_sql} ON {a}.id = best.id WHERE {scope_sql}"
+    else:
+        recheck_from = ""
+    hits_from, hits_scope = hits_from or from_sql, hits_scope or scope_sql
     return f"""
         WITH stats AS MATERIALIZED (
             SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
@@ -72,7 +80,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str
         ), hits AS MATERIALIZED (
             SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q ORDER BY ord) q
             CROSS JOIN LATERAL (
-                SELECT {a}.id FROM {from_sql} WHERE {scope_sql} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
+                SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
             ) h
             LIMIT {HITS_BUDGET}
         ), counted AS (
@@ -86,8 +94,11 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str) -> str
                 FROM counted) c
             WHERE df > 0
         ), coarse AS (
-            SELECT h.id, sum(i.idf) AS s FROM hits h JOIN idf i USING (lexeme)
-            GROUP BY h.id ORDER BY s DESC, h.id LIMIT {RESCORE}
+            SELECT best.id, best.s FROM (
+                SELECT h.id, sum(i.idf) AS s FROM hits h JOIN idf i USING (lexeme)
+                GROUP BY h.id ORDER BY s DESC, h.id LIMIT {2 * RESCORE if recheck_from else RESCORE}
+            ) best{recheck_from}
+            ORDER BY best.s DESC, best.id LIMIT {RESCORE}
         ), strict_hits AS (
             SELECT {a}.id FROM {from_sql}
             WHERE %(strict)s AND {scope_sql} AND {a}.search_tsv @@ websearch_to_tsquery('english', %(text)s)

@@ -72,7 +72,13 @@ def keyword(
     n, avgdl = stats
     if n == 0:
         return ScoredKeys([], [])
-    sql = bm25.keyword_sql(table="document_chunks", alias="c", from_sql=FROM_SQL, scope_sql=scope_sql(scope))
+    # The whole project's documents: rows are found and counted on the chunk table alone, and the
+    # document's state (ready, active generation) is checked for the best of them only.
+    narrow = bool(scope.document_ids or scope.path_patterns)
+    sql = bm25.keyword_sql(
+        table="document_chunks", alias="c", from_sql=FROM_SQL, scope_sql=scope_sql(scope),
+        hits_from=None if narrow else "document_chunks c", hits_scope=None if narrow else "c.project_id = %(project_id)s",
+    )
     params = scope_params(project_id, scope) | {
         "text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n, "avgdl": max(avgdl, 1.0),
     }
