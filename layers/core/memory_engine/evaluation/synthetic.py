@@ -159,6 +159,7 @@ class VectorIndexesDeferred:
 
     def __exit__(self, *exc: object) -> None:
         with self._database.connection() as conn:
-            conn.execute("SET maintenance_work_mem = '512MB'")
+            # a 1M-vector HNSW graph needs ~2 GB; a build that outgrows this memory slows down badly
+            conn.execute("SET maintenance_work_mem = '3GB'")
             for definition in self._definitions:
                 conn.execute(definition)
