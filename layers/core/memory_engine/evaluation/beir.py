@@ -18,7 +18,7 @@ from memory_engine.services.search_knowledge import search_knowledge
 
 logger = logging.getLogger(__name__)
 
-ROWS = ("vector_only", "keyword_only", "hybrid")
+ROWS = ("vector_only", "keyword_only", "hybrid", "rrf_v1")
 PATH_PREFIX = "/beir/"
 
 

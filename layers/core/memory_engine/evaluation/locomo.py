@@ -21,7 +21,7 @@ from memory_engine.services.search_knowledge import search_knowledge
 logger = logging.getLogger(__name__)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-ROWS = ("vector_only", "keyword_only", "entity_only", "hybrid")
+ROWS = ("vector_only", "keyword_only", "entity_only", "hybrid", "rrf_v1")
 _DIA = re.compile(r"D(\d+):(\d+)")
 _SESSION = re.compile(r"^session_(\d+)$")
 
