@@ -13,6 +13,7 @@ from memory_engine.domain.entries import EntityRef, NewEntry
 from memory_engine.domain.search_config import HYBRID, PRESETS
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.services.search_knowledge import search_knowledge
+from tests.support.api_client import ApiClient
 
 MAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 JUNE = datetime(2023, 6, 9, 19, 55, tzinfo=UTC)
@@ -111,3 +112,17 @@ def test_neighbours_are_read_even_when_no_signal_lists_them(container: Container
     neighbour = by_id[chat["ids"][6]]  # two steps after the best match, read as its neighbour
     assert neighbour.signal_ranks == {} and neighbour.score > 0
     assert chat["ids"][0] not in by_id  # another session: never a neighbour
+
+
+def test_the_api_takes_and_shows_context(api: ApiClient, container: Container) -> None:
+    project_id = container.projects.get_or_create_project("acme").id
+    memory_id = container.memories.create(project_id, name="api context").id
+    body = {"memory_id": memory_id, "content": "Sure, tomorrow at ten works.", "context": "Bob: Can we meet tomorrow?"}
+    created = api.post("/v1/memory-entries", body)
+    assert created.status == 201, created.json
+    assert created.json["context"] == "Bob: Can we meet tomorrow?"
+    entry_id = created.json["id"]
+    shown = api.get(f"/v1/memory-entries/{entry_id}").json
+    assert shown["context"] == "Bob: Can we meet tomorrow?"
+    too_long = api.post("/v1/memory-entries", body | {"context": "x" * 2_001})
+    assert too_long.status == 422
