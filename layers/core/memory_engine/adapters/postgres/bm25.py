@@ -28,7 +28,12 @@ exactly (every query lexeme, real tf and length) from their tsvector.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
+
+import psycopg
+
+from memory_engine.domain.search_models import ScoredKeys, SignalQuery, SourceType
 
 K1: Final = 1.2
 B: Final = 0.75
@@ -110,3 +115,50 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                (SELECT json_object_agg(lexeme, idf) FROM idf) AS idfs
         FROM picked JOIN {table} x ON x.id = picked.id
         ORDER BY score DESC, x.id LIMIT %(depth)s"""
+
+
+def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, scope_sql: str,
+                params: dict[str, Any]) -> tuple[int, float]:
+    """``(N, avgdl)`` of a scope: its searchable rows and their mean ``length(search_tsv)``."""
+    row = conn.execute(
+        f"SELECT count(*) AS n, coalesce(avg(length({alias}.search_tsv)), 0) AS avgdl FROM {from_sql} WHERE {scope_sql}",
+        params,
+    ).fetchone()
+    return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
+
+
+def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, source: SourceType, q: SignalQuery,
+         stats: tuple[int, float]) -> ScoredKeys:
+    """Runs a :func:`keyword_sql` statement: the best rows with their BM25 scores, the query's idf
+    map and the scope's ``avgdl`` (nothing for an empty scope)."""
+    n, avgdl = stats
+    if n == 0:
+        return ScoredKeys([], [])
+    avgdl = max(avgdl, 1.0)
+    rows = conn.execute(sql, params | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n,
+                                       "avgdl": avgdl}).fetchall()
+    idfs = dict(rows[0]["idfs"] or {}) if rows else {}
+    return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl)
+
+
+def score_columns(alias: str, *, with_bm25: bool) -> str:
+    """``similarity, bm25`` of a candidate row aliased ``alias``: its cosine to ``%(embedding)s``
+    and its BM25 under ``%(lexemes)s``/``%(idfs)s``, NULL where a signal already returned them
+    (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
+    a = alias
+    bm25_sql = (
+        f"CASE WHEN {a}.id = ANY(%(known_bm25)s::text[]) THEN NULL ELSE "
+        f"{bm25_expr(a, 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END"
+    ) if with_bm25 else "0::float8"
+    return (
+        f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.embedding IS NULL OR {a}.id = ANY(%(known_similarity)s::text[])"
+        f" THEN NULL ELSE 1 - ({a}.embedding <=> %(embedding)s::vector) END AS similarity, {bm25_sql} AS bm25"
+    )
+
+
+def score_params(embedding: Any, idfs: dict[str, float], avgdl: float, known_similarity: Sequence[str],
+                 known_bm25: Sequence[str]) -> dict[str, Any]:
+    return {
+        "embedding": embedding, "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
+        "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
+    }

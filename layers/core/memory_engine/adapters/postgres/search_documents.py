@@ -13,7 +13,7 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import bm25
-from memory_engine.domain.search_models import DocumentScope, ResultKey, ScoredKeys, SignalQuery
+from memory_engine.domain.search_models import DocumentScope, ScoredKeys, SignalQuery
 
 SOURCE: Final = "document"
 
@@ -42,17 +42,10 @@ def scope_params(project_id: str, scope: DocumentScope) -> dict[str, Any]:
     }
 
 
-def _keys(rows: list[dict[str, Any]]) -> list[ResultKey]:
-    return [(SOURCE, row["id"]) for row in rows]
-
-
 def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope) -> tuple[int, float]:
     """``(N, avgdl)`` of the scope for BM25: searchable chunks and their mean ``length(search_tsv)``."""
-    row = conn.execute(
-        f"SELECT count(*) AS n, coalesce(avg(length(c.search_tsv)), 0) AS avgdl FROM {FROM_SQL} WHERE {scope_sql(scope)}",
-        scope_params(project_id, scope),
-    ).fetchone()
-    return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
+    return bm25.scope_stats(conn, alias="c", from_sql=FROM_SQL, scope_sql=scope_sql(scope),
+                            params=scope_params(project_id, scope))
 
 
 def vector(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery) -> ScoredKeys:
@@ -69,9 +62,6 @@ def vector(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope,
 def keyword(
     conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery, stats: tuple[int, float]
 ) -> ScoredKeys:
-    n, avgdl = stats
-    if n == 0:
-        return ScoredKeys([], [])
     # The whole project's documents: rows are found and counted on the chunk table alone, and the
     # document's state (ready, active generation) is checked for the best of them only.
     narrow = bool(scope.document_ids or scope.path_patterns)
@@ -79,12 +69,7 @@ def keyword(
         table="document_chunks", alias="c", from_sql=FROM_SQL, scope_sql=scope_sql(scope),
         hits_from=None if narrow else "document_chunks c", hits_scope=None if narrow else "c.project_id = %(project_id)s",
     )
-    params = scope_params(project_id, scope) | {
-        "text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n, "avgdl": max(avgdl, 1.0),
-    }
-    rows = conn.execute(sql, params).fetchall()
-    idfs = dict(rows[0]["idfs"] or {}) if rows else {}
-    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=max(avgdl, 1.0))
+    return bm25.rank(conn, sql, scope_params(project_id, scope), source=SOURCE, q=q, stats=stats)
 
 
 ROW_COLUMNS = (
@@ -121,21 +106,13 @@ def candidate_rows(
         "ARRAY(SELECT p.id FROM document_chunks p WHERE p.document_id = c.document_id AND p.generation = c.generation"
         " AND p.chunk_index < c.chunk_index AND p.chunk_index >= c.chunk_index - %(window)s ORDER BY p.chunk_index DESC)"
     )
-    bm25_sql = (f"CASE WHEN c.id = ANY(%(known_bm25)s::text[]) THEN NULL ELSE "
-                f"{bm25.bm25_expr('c', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END") if idfs else "0"
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        " SELECT c.id, CASE WHEN %(embedding)s::vector IS NULL OR c.embedding IS NULL"
-        f" OR c.id = ANY(%(known_similarity)s::text[]) THEN NULL"
-        " ELSE 1 - (c.embedding <=> %(embedding)s::vector) END AS similarity,"
-        f" {bm25_sql} AS bm25, {prev} AS prev_ids FROM {FROM_SQL}"
+        f" SELECT c.id, {bm25.score_columns('c', with_bm25=bool(idfs))}, {prev} AS prev_ids FROM {FROM_SQL}"
         f" WHERE c.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
     )
-    params = scope_params(project_id, scope) | {
-        "ids": ids, "top": top, "embedding": embedding, "window": window,
-        "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
-        "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
-    }
+    params = scope_params(project_id, scope) | {"ids": ids, "top": top, "window": window} | bm25.score_params(
+        embedding, idfs, avgdl, known_similarity, known_bm25)
     return conn.execute(sql, params).fetchall()
 
 

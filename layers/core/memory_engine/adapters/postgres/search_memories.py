@@ -82,11 +82,8 @@ def _keys(rows: list[dict[str, Any]]) -> list[ResultKey]:
 
 def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope) -> tuple[int, float]:
     """``(N, avgdl)`` of the scope for BM25: live facts and their mean ``length(search_tsv)``."""
-    row = conn.execute(
-        f"SELECT count(*) AS n, coalesce(avg(length(e.search_tsv)), 0) AS avgdl FROM memory_entries e WHERE {scope_sql(scope)}",
-        scope_params(project_id, scope),
-    ).fetchone()
-    return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
+    return bm25.scope_stats(conn, alias="e", from_sql="memory_entries e", scope_sql=scope_sql(scope),
+                            params=scope_params(project_id, scope))
 
 
 def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> ScoredKeys:
@@ -106,16 +103,8 @@ def keyword(
     conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, stats: tuple[int, float]
 ) -> ScoredKeys:
     """The best live facts by BM25 (:mod:`bm25`), with their scores and the query's idf map."""
-    n, avgdl = stats
-    if n == 0:
-        return ScoredKeys([], [])
     sql = bm25.keyword_sql(table="memory_entries", alias="e", from_sql="memory_entries e", scope_sql=scope_sql(scope))
-    params = scope_params(project_id, scope) | {
-        "text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n, "avgdl": max(avgdl, 1.0),
-    }
-    rows = conn.execute(sql, params).fetchall()
-    idfs = dict(rows[0]["idfs"] or {}) if rows else {}
-    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=max(avgdl, 1.0))
+    return bm25.rank(conn, sql, scope_params(project_id, scope), source=SOURCE, q=q, stats=stats)
 
 
 def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:
@@ -330,23 +319,15 @@ def candidate_rows(
         )
     before = _neighbour_sql("e", "p", scope, "<")
     prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END"
-    bm25_sql = (f"CASE WHEN e.id = ANY(%(known_bm25)s::text[]) THEN NULL ELSE "
-                f"{bm25.bm25_expr('e', 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END") if idfs else "0"
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        " SELECT e.id, e.valid_from, CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL"
-        f" OR e.id = ANY(%(known_similarity)s::text[]) THEN NULL"
-        " ELSE 1 - (e.embedding <=> %(embedding)s::vector) END AS similarity,"
-        f" {bm25_sql} AS bm25, {prev} AS prev_ids,"
+        f" SELECT e.id, e.valid_from, {bm25.score_columns('e', with_bm25=bool(idfs))}, {prev} AS prev_ids,"
         " ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"
         "       WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects"
         f" FROM memory_entries e WHERE e.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
     )
-    params = scope_params(project_id, scope) | {
-        "ids": ids, "top": top, "embedding": embedding, "window": window,
-        "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
-        "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
-    }
+    params = scope_params(project_id, scope) | {"ids": ids, "top": top, "window": window} | bm25.score_params(
+        embedding, idfs, avgdl, known_similarity, known_bm25)
     return conn.execute(sql, params).fetchall()
 
 
