@@ -276,7 +276,7 @@ class MemoryEngineService(System):
     ``search_knowledge`` with a preset and the precomputed ``query_embedding``."""
 
     key = "memory-engine"
-    rows = ("memory-engine hybrid", "memory-engine vector_only")
+    rows: tuple[str, ...] = ("memory-engine hybrid", "memory-engine vector_only")
     presets = {"memory-engine hybrid": "hybrid", "memory-engine vector_only": "vector_only",
                "memory-engine hybrid (HTTP)": "hybrid"}
 
@@ -347,8 +347,9 @@ class MemoryEngineService(System):
             if done % 250 == 0:
                 log(f"{done} documents ingested, {time.perf_counter() - started:.1f} s after the last was submitted")
         with self.container.database.connection() as conn:
-            ready = conn.execute("SELECT count(*) AS n FROM documents WHERE project_id = %s AND status = 'ready'",
-                                 (self.project_id,)).fetchone()["n"]
+            row = conn.execute("SELECT count(*) AS n FROM documents WHERE project_id = %s AND status = 'ready'",
+                               (self.project_id,)).fetchone()
+        ready = row["n"] if row else 0
         if ready != expected:
             raise RuntimeError(f"only {ready} of {expected} documents became ready")
 
@@ -605,13 +606,15 @@ class LlamaIndex(System):
         if group not in self.retrievers:
             from llama_index.core.llms import MockLLM
             from llama_index.core.retrievers import QueryFusionRetriever
+            from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
             from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters
 
             filters = None if group == "scifact" else MetadataFilters(filters=[MetadataFilter(key="conversation", value=group)])
             dense = self.index.as_retriever(vector_store_query_mode="default", similarity_top_k=K, filters=filters)
             sparse = self.index.as_retriever(vector_store_query_mode="sparse", similarity_top_k=K, filters=filters)
             self.retrievers[group] = QueryFusionRetriever(
-                [dense, sparse], similarity_top_k=K, num_queries=1, mode="relative_score", use_async=False, llm=MockLLM(),
+                [dense, sparse], similarity_top_k=K, num_queries=1, mode=FUSION_MODES.RELATIVE_SCORE, use_async=False,
+                llm=MockLLM(),
             )
         return self.retrievers[group]
 
