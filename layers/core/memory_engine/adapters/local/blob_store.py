@@ -94,10 +94,14 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> int:
         deleted = 0
+        # walk only the prefix's own directory (a walk of the whole store after every document made
+        # local ingestion quadratic in the number of documents, bench/peers.py)
+        folder = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         for base in (self.root, self.root / _META_DIR):
-            if not base.exists():
+            start = base / folder
+            if not start.is_dir():
                 continue
-            for path in sorted(base.rglob("*")):
+            for path in sorted(start.rglob("*")):
                 rel = path.relative_to(base).as_posix()
                 if path.is_file() and rel.startswith(prefix) and not rel.startswith(_META_DIR + "/"):
                     path.unlink(missing_ok=True)
