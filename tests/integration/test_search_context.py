@@ -126,3 +126,17 @@ def test_the_api_takes_and_shows_context(api: ApiClient, container: Container) -
     assert shown["context"] == "Bob: Can we meet tomorrow?"
     too_long = api.post("/v1/memory-entries", body | {"context": "x" * 2_001})
     assert too_long.status == 422
+
+
+@pytest.mark.parametrize("query", [
+    "the and of a",  # stop words only: no lexeme at all
+    "\"exact phrase\" -minus or other",  # websearch syntax
+    "o'brien's café: naïve 東京 🙂",
+    "a:b & c | !d <-> 'e'",  # tsquery operators as text
+    "May 32, 2023 and 2023-13-45 in 1999",  # impossible dates
+    "x" * 2_000,
+])
+def test_odd_queries_answer(container: Container, chat: dict[str, Any], query: str) -> None:
+    for preset in ("hybrid", "keyword_only"):
+        got = search(container, chat, query, preset=preset, limit=5)
+        assert len(got) <= 5
