@@ -16,7 +16,7 @@ from memory_engine.domain.rrf import RRF_K
 
 
 class Signal(str, Enum):
-    """One ranked candidate list fused by RRF."""
+    """One ranked candidate list (domain/fusion.py combines them)."""
 
     VECTOR = "vector"
     KEYWORD = "keyword"

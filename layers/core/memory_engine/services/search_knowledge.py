@@ -72,9 +72,11 @@ def search_knowledge(
     """Run one search (SPEC "Retrieval") within ``project_id``.
 
     Sources follow the filters (memories only when ``memory_ids``/``memory_tags`` are given).
-    With a query, every configured signal ranks candidates per source and Reciprocal Rank
-    Fusion (``config.rrf_k``) merges all lists into one ranking; without one, results are
-    deterministic reads. An embedding failure degrades to keyword + entity + recency and is
+    With a query, every configured signal ranks candidates per source, the candidates' features
+    are read (cosine, BM25, conversation/document neighbours, subjects, dates) and
+    :func:`memory_engine.domain.fusion.fuse` scores them into one ranking (``fusion="rrf"``:
+    Reciprocal Rank Fusion of the lists, ``config.rrf_k``); only the page's rows are read. Without
+    a query, results are deterministic reads. An embedding failure degrades to keyword + entity + recency and is
     reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
     wrong dimension; :class:`DatabaseError` when the database fails.
     """
