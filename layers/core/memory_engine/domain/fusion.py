@@ -39,12 +39,29 @@ class Scored:
     ranks: dict[str, int] = field(default_factory=dict)
 
 
-def _minmax(values: Sequence[float]) -> tuple[float, float]:
-    return (min(values), max(values)) if values else (0.0, 0.0)
-
-
 def _clamp(value: float) -> float:
     return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
+
+
+def _normalizer(signal: Signal, list_scores: Sequence[float]) -> tuple[float, float]:
+    """``(low, span)`` mapping a raw score of ``signal`` into 0..1 (clamped): min-max over the
+    list for cosine, ``/ max`` for BM25 (0 is its theoretical floor); span 0 means "all equal"."""
+    if not list_scores:
+        return 0.0, 0.0
+    high = max(list_scores)
+    if signal is Signal.KEYWORD:
+        return 0.0, high
+    low = min(list_scores)
+    return low, high - low
+
+
+def _normalized(value: float, low: float, span: float) -> float:
+    return 1.0 if span <= 0 else _clamp((value - low) / span)
+
+
+def _rank_score(rank: int, length: int) -> float:
+    """A rank-only list's score: 1 for its first row down to 0.5 for its last."""
+    return 1.0 - 0.5 * (rank - 1) / max(length, 1)
 
 
 def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate], config: SearchConfig) -> dict[ResultKey, float]:
@@ -56,25 +73,18 @@ def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]
         weight = config.weight(signal)
         if weight == 0.0 or not keys:
             continue
-        if signal is Signal.VECTOR:
-            low, high = _minmax(ranked.scores.get(name, []))
-            span = high - low
+        if signal in (Signal.VECTOR, Signal.KEYWORD):
+            low, span = _normalizer(signal, ranked.scores.get(name, []))
+            if signal is Signal.KEYWORD and span <= 0:
+                continue  # no row matched a word: nothing to add
             for key, cand in candidates.items():
-                sim = cand.similarity
-                if key[0] == source and sim is not None:
-                    out[key] += weight * (1.0 if span <= 0 else _clamp((sim - low) / span))
-        elif signal is Signal.KEYWORD:
-            _, high = _minmax(ranked.scores.get(name, []))
-            if high <= 0:
-                continue
-            for key, cand in candidates.items():
-                if key[0] == source and cand.bm25 > 0:
-                    out[key] += weight * _clamp(cand.bm25 / high)
+                raw = cand.similarity if signal is Signal.VECTOR else (cand.bm25 or None)
+                if key[0] == source and raw is not None:
+                    out[key] += weight * _normalized(raw, low, span)
         else:  # rank-only lists: entity anchors, recency
-            n = len(keys)
             for rank, key in enumerate(keys, start=1):
                 if key in out:
-                    out[key] += weight * (1.0 - 0.5 * (rank - 1) / n)
+                    out[key] += weight * _rank_score(rank, len(keys))
     return out
 
 
@@ -133,18 +143,14 @@ def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[Resu
     to read: the same weights over the list scores alone."""
     pre: dict[ResultKey, float] = {}
     for name, keys in ranked.lists.items():
-        _, signal_name = name.split(":", 1)
-        weight = config.weight(Signal(signal_name))
+        signal = Signal(name.split(":", 1)[1])
+        weight = config.weight(signal)
         scores = ranked.scores.get(name)
         if scores:
-            low, high = _minmax(scores)
-            span = high - low
-            if Signal(signal_name) is Signal.KEYWORD:
-                low, span = 0.0, high
+            low, span = _normalizer(signal, scores)
             for key, value in zip(keys, scores, strict=True):
-                pre[key] = pre.get(key, 0.0) + weight * (1.0 if span <= 0 else _clamp((value - low) / span))
+                pre[key] = pre.get(key, 0.0) + weight * _normalized(value, low, span)
         else:
-            n = len(keys)
             for rank, key in enumerate(keys, start=1):
-                pre[key] = pre.get(key, 0.0) + weight * (1.0 - 0.5 * (rank - 1) / max(n, 1))
+                pre[key] = pre.get(key, 0.0) + weight * _rank_score(rank, len(keys))
     return sorted(pre, key=lambda k: (-pre[k], k))[:count]

@@ -127,16 +127,17 @@ def _ranked(
     candidates = index.candidates(project_id, scopes, ranked, embedding, top=top, window=window)
     names = frozenset(query.entity_names) if config.subject_boost else frozenset()
     dates = date_mentions(request.query) if config.date_boost and request.query else []
-    fused = fuse(ranked, candidates, config, names=names, dates=dates)
-    if request.min_score is not None:
-        fused = [f for f in fused if f.score >= request.min_score]
-    return _page(index, project_id, fused[: request.limit], embedding, raw=raw)
+    return _page(index, project_id, request, fuse(ranked, candidates, config, names=names, dates=dates), embedding, raw=raw)
 
 
 def _page(
-    index: KnowledgeIndex, project_id: str, fused: Sequence[Scored | Fused[ResultKey]], embedding: Any, *, raw: bool
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, fused: Sequence[Scored | Fused[ResultKey]],
+    embedding: Any, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
-    """The rows of the page in fused order, with their fused score and per-signal ranks."""
+    """The page (``min_score``, ``limit``) read in fused order, with fused scores and per-signal ranks."""
+    if request.min_score is not None:
+        fused = [f for f in fused if f.score >= request.min_score]
+    fused = fused[: request.limit]
     rows = index.fetch(project_id, [f.key for f in fused], embedding, raw=raw)
     results: list[MemoryResult | DocumentResult] = []
     for item in fused:
@@ -154,7 +155,4 @@ def _rrf_results(
 ) -> list[MemoryResult | DocumentResult]:
     """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare)."""
     weights = {name: config.weight(Signal(name.split(":", 1)[1])) for name in ranked.lists}
-    fused = rrf(ranked.lists, k=config.rrf_k, weights=weights)
-    if request.min_score is not None:
-        fused = [f for f in fused if f.score >= request.min_score]
-    return _page(index, project_id, fused[: request.limit], embedding, raw=raw)
+    return _page(index, project_id, request, rrf(ranked.lists, k=config.rrf_k, weights=weights), embedding, raw=raw)

@@ -57,6 +57,15 @@ def bm25_expr(row: str, idf_source: str) -> str:
                JOIN {idf_source} ON i.lexeme = t.lexeme)"""
 
 
+def column_stats_sql(table: str) -> str:
+    """``(elems, freqs)``: the planner's most common lexemes of ``table.search_tsv`` and the share
+    of rows each is in (one row; none before the table was first analyzed)."""
+    return (
+        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"
+        f" WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1"
+    )
+
+
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
                 hits_scope: str | None = None) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
@@ -73,9 +82,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         recheck_from = ""
     hits_from, hits_scope = hits_from or from_sql, hits_scope or scope_sql
     return f"""
-        WITH stats AS MATERIALIZED (
-            SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
-            WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1
+        WITH stats AS MATERIALIZED ({column_stats_sql(table)}
         ), shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
                    coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0)::float8 AS share

@@ -51,18 +51,31 @@ class ScopeStatsCache:
         self._max = max_entries
         self._lock = threading.Lock()
         self._entries: dict[tuple[Any, ...], tuple[float, tuple[int, float]]] = {}
+        self._computing: dict[tuple[Any, ...], threading.Lock] = {}
 
-    def get(self, key: tuple[Any, ...], compute: Callable[[], tuple[int, float]]) -> tuple[int, float]:
-        now = time.monotonic()
+    def _fresh(self, key: tuple[Any, ...]) -> tuple[int, float] | None:
         with self._lock:
             hit = self._entries.get(key)
-            if hit is not None and now - hit[0] < self._ttl:
-                return hit[1]
-        value = compute()
+            return hit[1] if hit is not None and time.monotonic() - hit[0] < self._ttl else None
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], tuple[int, float]]) -> tuple[int, float]:
+        """The cached value, or ``compute()`` once: the keyword and entity signals of one search ask
+        for the same scope concurrently, and a cold count of a large scope is not run twice."""
+        value = self._fresh(key)
+        if value is not None:
+            return value
         with self._lock:
-            if len(self._entries) >= self._max:
-                self._entries.clear()
-            self._entries[key] = (now, value)
+            computing = self._computing.setdefault(key, threading.Lock())
+        with computing:
+            value = self._fresh(key)
+            if value is None:
+                value = compute()
+                with self._lock:
+                    if len(self._entries) >= self._max:
+                        self._entries.clear()
+                    self._entries[key] = (time.monotonic(), value)
+        with self._lock:
+            self._computing.pop(key, None)
         return value
 
 
@@ -152,8 +165,8 @@ class PostgresKnowledgeIndex:
                 continue
             idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
             # scores the signals already returned are not computed again
-            known_sim = [key for s, key in ranked.lists.get(f"{source}:vector", []) if s == source]
-            known_bm25 = [key for s, key in ranked.lists.get(f"{source}:keyword", []) if s == source]
+            known_sim = [key for _, key in ranked.lists.get(f"{source}:vector", [])]
+            known_bm25 = [key for _, key in ranked.lists.get(f"{source}:keyword", [])]
 
             def read(conn: psycopg.Connection[Any], module: Any = module, scope: Any = scope, ids: list[str] = ids,
                      near: list[str] = near, idfs: dict[str, float] = idfs, avgdl: float = avgdl,
@@ -172,19 +185,14 @@ class PostgresKnowledgeIndex:
         keyword_scores = _scores(ranked, "keyword")
         for source, rows in results.items():
             for row in rows:
-                listed_key: ResultKey = ("memory", row["id"]) if source == mems.SOURCE else ("document", row["id"])
-                similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(listed_key)
-                bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(listed_key, 0.0)
-                similarity = None if similarity is None else float(similarity)
-                bm25_score = float(bm25_score or 0.0)
-                if source == mems.SOURCE:
-                    key: ResultKey = (mems.SOURCE, row["id"])
-                    previous: tuple[ResultKey, ...] = tuple(("memory", k) for k in (row["prev_ids"] or ()))
-                    found[key] = Candidate(similarity, bm25_score, previous, tuple(row["subjects"] or ()), row["valid_from"])
-                else:
-                    key = (docs.SOURCE, row["id"])
-                    previous = tuple(("document", k) for k in (row["prev_ids"] or ()))
-                    found[key] = Candidate(similarity, bm25_score, previous)
+                key = _key(source, row["id"])
+                similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(key)
+                bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(key, 0.0)
+                found[key] = Candidate(
+                    None if similarity is None else float(similarity), float(bm25_score or 0.0),
+                    tuple(_key(source, before) for before in row["prev_ids"] or ()),
+                    tuple(row.get("subjects") or ()), row.get("valid_from"),  # facts only
+                )
         return found
 
     def _run_one(self, task: Callable[[psycopg.Connection[Any]], _T], ef_search: int) -> _T:
@@ -240,6 +248,10 @@ class PostgresKnowledgeIndex:
             )
             for r in rows
         ]
+
+
+def _key(source: str, row_id: str) -> ResultKey:
+    return ("memory", row_id) if source == mems.SOURCE else ("document", row_id)
 
 
 def _scores(ranked: RankedLists, signal: str) -> dict[ResultKey, float]:

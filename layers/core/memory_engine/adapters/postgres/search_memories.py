@@ -26,9 +26,7 @@ def tsquery_sql(table: str) -> str:
     :data:`COMMON_SHARE` of the rows (the rarest is always kept); ``websearch_to_tsquery`` as
     written when the caller used its syntax. Only the no-embedding entity ordering uses it."""
     return f"""(CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) ELSE (
-        WITH stats AS (
-            SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
-            WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1
+        WITH stats AS MATERIALIZED ({bm25.column_stats_sql(table)}
         ), lexemes AS (
             SELECT l.lexeme, coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0) AS df
             FROM unnest(to_tsvector('english', %(text)s)) l
