@@ -3,6 +3,7 @@ upload route and the drop-folder watcher: one upload flow in the local shape."""
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -136,3 +137,49 @@ def test_a_file_being_written_is_not_taken_until_stable(container: Container) ->
     assert result.status == "succeeded", result.error
     doc = container.documents.find_by_path(container.projects.get_project("acme").id, "/slow/part.txt")  # type: ignore[union-attr]
     assert doc is not None and doc.status.value == "ready" and doc.size_bytes == len("first half and the second half")
+
+
+def test_batch_creates_each_item_on_its_own_and_rejects_only_the_bad_ones(api: ApiClient) -> None:
+    # Given a batch with three good documents, an empty one, a path outside the tree and a duplicate path
+    items = [
+        {"path": "/batch/a.md", "content": "Alpha fjords hold deep water.", "tags": ["b"]},
+        {"path": "/batch/b.txt", "content": "Beta glaciers carve valleys."},
+        {"path": "/batch/empty.txt", "content": ""},
+        {"path": "/../escape.txt", "content": "x"},
+        {"path": "/batch/a.md", "content": "a second text at the same path"},
+        {"path": "/batch/c.txt", "content": "Gamma moraines mark old ice.", "chunk_strategy": "size", "chunk_size": 100},
+    ]
+    r = api.post("/v1/documents/batch", {"documents": items})
+    # Then it answers 200 with one result per item, in order, and only the bad items rejected
+    assert r.status == 200, r.json
+    results = r.json["results"]
+    assert [x["index"] for x in results] == list(range(6))
+    assert [x["action"] for x in results] == ["created", "created", "rejected", "rejected", "rejected", "created"]
+    assert (r.json["created"], r.json["unchanged"], r.json["rejected"]) == (3, 0, 3)
+    assert results[2]["error"]["code"] == "validation_error" and results[2]["error"]["details"][0]["field"] == "content"
+    assert results[3]["error"]["details"][0]["field"] == "path"
+    assert "item 0" in results[4]["error"]["message"]
+    assert results[0]["document"]["path"] == "/batch/a.md" and results[0]["document"]["tags"] == ["b"]
+    # And the created documents become ready, each with its own settings
+    for result in (results[0], results[1], results[5]):
+        doc_id = result["document"]["id"]
+        deadline = time.monotonic() + 60
+        while (doc := _doc(api, doc_id))["status"] == "processing" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert doc["status"] == "ready", doc
+    assert _doc(api, results[5]["document"]["id"])["chunk_strategy"] == "size"
+    # And the same batch again changes nothing for the stored items
+    again = api.post("/v1/documents/batch", {"documents": items[:2]})
+    assert [x["action"] for x in again.json["results"]] == ["unchanged", "unchanged"]
+
+
+@pytest.mark.parametrize("body", [{"documents": []}, {"documents": [{"path": "/x.txt", "content": "x"}] * 101},
+                                  {"documents": "no"}, {"items": []}])
+def test_batch_envelope_is_validated(api: ApiClient, body: object) -> None:
+    r = api.post("/v1/documents/batch", body)
+    assert r.status == 422, r.json
+    assert r.json["error"]["code"] == "validation_error"
+
+
+def _doc(api: ApiClient, doc_id: str) -> dict:  # type: ignore[type-arg]
+    return api.get(f"/v1/documents/{doc_id}").json  # type: ignore[no-any-return]

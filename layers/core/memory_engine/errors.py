@@ -92,5 +92,15 @@ class ConfigurationError(MemoryEngineError):
     status, code = 500, "configuration_error"
 
 
+def invalid_input(error: Any, message: str) -> InvalidInput:
+    """A pydantic ``ValidationError`` as InvalidInput, one detail per invalid field."""
+    details = [
+        {"field": ".".join(str(part) for part in item.get("loc", ())) or "body", "message": item.get("msg", ""),
+         "type": item.get("type")}
+        for item in error.errors()
+    ]
+    return InvalidInput(message, details=details)
+
+
 def http_status(error: BaseException) -> int:
     return error.status if isinstance(error, MemoryEngineError) else 500

@@ -15,11 +15,14 @@ from memory_engine.errors import InvalidInput
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response, page
 from memory_engine.services.ingestion.documents import (
+    MAX_BATCH_DOCUMENTS,
     WAIT_LIMIT_SECONDS,
     CreateTextDocument,
     ReingestRequest,
+    TextDocumentBatch,
     UploadRequest,
     create_text_document,
+    create_text_documents,
     delete_document,
     prepare_upload,
     reingest,
@@ -42,6 +45,22 @@ def create(body: Annotated[CreateTextDocument, Body()]) -> Response[Any]:
     if body.wait:
         doc = wait_until_settled(lambda: c.documents.get(principal.project_id, doc.id))
     return json_response(doc, 201 if started else 200)
+
+
+_BATCH = ("`{documents: [{path, content, title?, tags?, metadata?, chunk_*?}, ...]}` (1..MAX). Each item is validated "
+          "and created on its own, in order: 200 with `results: [{index, action (created|unchanged|rejected), document "
+          "| error}]` and the counts, even when some items are rejected. Ingestion runs in the background (poll each "
+          "document's `/status`). Sending the same batch again is safe: items already stored answer `unchanged`."
+          ).replace("MAX", str(MAX_BATCH_DOCUMENTS))
+
+
+@router.post("/v1/documents/batch", summary="Create up to 100 documents from text", description=_BATCH)
+def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
+    principal = require(router, Scope.WRITE)
+    c = get_container()
+    results = create_text_documents(c.ingestion_ports, c.pipeline_starter, principal.project_id, body.documents)
+    counts = {action: sum(r.action == action for r in results) for action in ("created", "unchanged", "rejected")}
+    return json_response({"results": results, **counts})
 
 
 @router.post("/v1/documents/uploads", summary="Get an upload URL",

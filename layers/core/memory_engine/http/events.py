@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
 from memory_engine.domain.events import TurnCompletedEvent
-from memory_engine.errors import InvalidInput, NotFound
+from memory_engine.errors import InvalidInput, NotFound, invalid_input
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
 
@@ -52,12 +52,7 @@ def parse_event(body: Any, *, region: str | None = None) -> TurnCompletedEvent:
     try:
         return TurnCompletedEvent.model_validate(with_bus_fields(body, region=region))
     except ValidationError as error:
-        details = [
-            {"field": ".".join(str(p) for p in item.get("loc", ())) or "event", "message": item.get("msg", ""),
-             "type": item.get("type")}
-            for item in error.errors()
-        ]
-        raise InvalidInput("invalid turn.completed event", details=details) from error
+        raise invalid_input(error, "invalid turn.completed event") from error
 
 
 def _run_view(event: TurnCompletedEvent) -> dict[str, Any] | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory_engine.domain import content_types as ct
 from memory_engine.domain.documents import (
@@ -18,7 +18,7 @@ from memory_engine.domain.documents import (
     DocumentRun,
     DocumentStatus,
 )
-from memory_engine.errors import InvalidInput, MemoryEngineError
+from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload
 from memory_engine.ports.documents import NewDocument
 from memory_engine.ports.pipeline import PipelineStarter
@@ -26,6 +26,8 @@ from memory_engine.services.ingestion.steps import IngestionPorts, object_key, w
 
 #: `wait: true` blocks at most this long (API Gateway's integration timeout is 30 s).
 WAIT_LIMIT_SECONDS = 25.0
+#: `POST /v1/documents/batch` takes at most this many documents per request.
+MAX_BATCH_DOCUMENTS = 100
 UPLOAD_URL_TTL_SECONDS = 3600
 TEXT_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.WHOLE)
 FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
@@ -93,6 +95,25 @@ class CreateTextDocument(DocumentFields):
     wait: bool = False
 
 
+class TextDocumentBatch(BaseModel):
+    """`POST /v1/documents/batch`: each item is validated on its own, so one bad item is rejected
+    while the others are created."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_DOCUMENTS)
+
+
+class BatchItem(BaseModel):
+    """One item's outcome: ``created`` (a run started), ``unchanged`` (the same text is already at
+    that path) or ``rejected`` (``error`` says why; nothing was stored for it)."""
+
+    index: int
+    action: Literal["created", "unchanged", "rejected"]
+    document: Document | None = None
+    error: dict[str, Any] | None = None
+
+
 class UploadRequest(DocumentFields):
     """`POST /v1/documents/uploads`."""
 
@@ -137,6 +158,35 @@ def create_text_document(ports: IngestionPorts, starter: PipelineStarter, projec
     ports.blobs.put(key, data, content_type=content_type + "; charset=utf-8")
     _start(starter, decision.document)
     return decision.document, True
+
+
+def create_text_documents(ports: IngestionPorts, starter: PipelineStarter, project_id: str,
+                          items: Sequence[dict[str, Any]]) -> list[BatchItem]:
+    """Each item through :func:`create_text_document`, in order. An item that fails validation
+    (or names a path an earlier item of the batch has) is ``rejected`` with the error and does not
+    stop the others. A dependency failure (database, blob store) propagates: the items before it
+    are stored, and sending the same batch again is safe (same text at the same path: ``unchanged``)."""
+    results: list[BatchItem] = []
+    first_index: dict[str, int] = {}
+    for index, raw in enumerate(items):
+        try:
+            try:
+                body = CreateTextDocument.model_validate(raw)
+            except ValidationError as error:
+                raise invalid_input(error, "invalid document") from error
+            if body.wait:
+                raise InvalidInput("`wait` is not supported in a batch; poll GET /v1/documents/{id}/status",
+                                   details=[{"field": "wait"}])
+            if body.path in first_index:
+                raise InvalidInput(f"path {body.path} is also item {first_index[body.path]} of this batch",
+                                   details=[{"field": "path"}])
+            first_index[body.path] = index
+            doc, started = create_text_document(ports, starter, project_id, body)
+        except InvalidInput as error:
+            results.append(BatchItem(index=index, action="rejected", error=error.to_body()["error"]))
+            continue
+        results.append(BatchItem(index=index, action="created" if started else "unchanged", document=doc))
+    return results
 
 
 def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest) -> PresignedUpload:
