@@ -24,6 +24,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from memory_engine import constants as c
+from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES
 from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database
 from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec, grant_bedrock
@@ -68,7 +69,8 @@ def _pipeline() -> tuple[dict[str, str], Callable[..., dict[str, Any]]]:
 
 
 class Ingestion(Construct):
-    """Bucket, task functions, state machine and the EventBridge rule that starts it."""
+    """Bucket, task functions, the two state machines (Standard for large files, Express for small
+    documents; one definition) and the EventBridge rules that start them by object size."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: DeploymentConfig, database: Database,
@@ -126,44 +128,70 @@ class Ingestion(Construct):
             self.functions[handler] = function
             substitutions[placeholder] = function.function_arn
 
-        asl = build_asl(map_max_concurrency=config.map_max_concurrency)
-        self.state_machine = sfn.StateMachine(
-            self, "Pipeline",
-            definition_body=sfn.DefinitionBody.from_string(json.dumps(asl)),
-            definition_substitutions=substitutions,
-            state_machine_type=sfn.StateMachineType.STANDARD,
-            timeout=Duration.hours(2),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=logs.LogGroup(
-                    self, "PipelineLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
-                ),
-                level=sfn.LogLevel.ALL,
-                include_execution_data=False,  # payloads carry document text
-            ),
+        def definition(timeout: Duration) -> str:
+            return json.dumps(build_asl(map_max_concurrency=config.map_max_concurrency,
+                                        timeout_seconds=int(timeout.to_seconds())))
+
+        # One definition, two machines: Standard for large files (long PDFs, exactly-once, up to 2 h),
+        # Express for documents of at most SMALL_DOCUMENT_BYTES (billed per request, not per state
+        # transition; at-least-once, which the idempotent steps absorb). docs/ingestion.md has the costs.
+        standard_timeout, express_timeout = Duration.hours(2), Duration.seconds(EXPRESS_TIMEOUT_SECONDS)
+        self.state_machine = self._state_machine("Pipeline", definition(standard_timeout), substitutions,
+                                                 sfn.StateMachineType.STANDARD, standard_timeout, sfn.LogLevel.ALL)
+        self.express_state_machine = self._state_machine(
+            "SmallDocumentPipeline", definition(express_timeout), substitutions, sfn.StateMachineType.EXPRESS,
+            express_timeout, sfn.LogLevel.ERROR,  # Express keeps no history but its logs
         )
-        for function in self.functions.values():
-            function.grant_invoke(self.state_machine)
 
         # S3 -> EventBridge (default bus) -> state machine; the execution input is the event itself.
         self.rule_dead_letters = sqs.Queue(
             self, "RuleDeadLetters", retention_period=Duration.days(14),
             encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
         )
-        self.object_created_rule = events.Rule(
-            self, "ObjectCreated",
-            description="documents uploaded under projects/ start the ingestion state machine",
+        self.object_created_rule = self._object_created_rule(
+            "ObjectCreated", [">", SMALL_DOCUMENT_BYTES], self.state_machine,
+            f"documents over {SMALL_DOCUMENT_BYTES // 1024} KiB under projects/ start the Standard ingestion machine")
+        self.small_object_created_rule = self._object_created_rule(
+            "SmallObjectCreated", ["<=", SMALL_DOCUMENT_BYTES], self.express_state_machine,
+            f"documents up to {SMALL_DOCUMENT_BYTES // 1024} KiB under projects/ start the Express ingestion machine")
+
+    def _state_machine(self, construct_id: str, definition: str, substitutions: dict[str, str],
+                       kind: sfn.StateMachineType, timeout: Duration, log_level: sfn.LogLevel) -> sfn.StateMachine:
+        machine = sfn.StateMachine(
+            self, construct_id,
+            definition_body=sfn.DefinitionBody.from_string(definition),
+            definition_substitutions=substitutions,
+            state_machine_type=kind,
+            timeout=timeout,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=logs.LogGroup(self, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH,
+                                          removal_policy=RemovalPolicy.DESTROY),
+                level=log_level,
+                include_execution_data=False,  # payloads carry document text
+            ),
+        )
+        for function in self.functions.values():
+            function.grant_invoke(machine)
+        return machine
+
+    def _object_created_rule(self, construct_id: str, size: list[Any], machine: sfn.StateMachine,
+                             description: str) -> events.Rule:
+        """S3 -> EventBridge (default bus) -> a state machine, for object sizes matching ``size``
+        (an EventBridge numeric matcher); the execution input is the event itself."""
+        return events.Rule(
+            self, construct_id,
+            description=description,
             event_pattern=events.EventPattern(
                 source=["aws.s3"],
                 detail_type=["Object Created"],
                 detail={
                     "bucket": {"name": [self.bucket.bucket_name]},
-                    "object": {"key": [{"prefix": c.S3_PROJECT_PREFIX}]},
+                    "object": {"key": [{"prefix": c.S3_PROJECT_PREFIX}], "size": [{"numeric": size}]},
                 },
             ),
             targets=[targets.SfnStateMachine(
-                self.state_machine, dead_letter_queue=self.rule_dead_letters, retry_attempts=8,
-                max_event_age=Duration.hours(24),
+                machine, dead_letter_queue=self.rule_dead_letters, retry_attempts=8, max_event_age=Duration.hours(24),
             )],
         )
 
@@ -175,8 +203,10 @@ class Ingestion(Construct):
         self._grant_objects(function, "s3:DeleteObject", (WORK,))  # deleting a document drops its work files
         self._grant_list(function, (), any_key=True)  # re-ingest HEADs the stored object (404 vs 403)
         self.state_machine.grant_start_execution(function)
+        self.express_state_machine.grant_start_execution(function)
         function.add_environment(c.ENV_DOCUMENTS_BUCKET, self.bucket.bucket_name)
         function.add_environment(c.ENV_STATE_MACHINE_ARN, self.state_machine.state_machine_arn)
+        function.add_environment(c.ENV_EXPRESS_STATE_MACHINE_ARN, self.express_state_machine.state_machine_arn)
 
     def _grant_objects(self, function: lambda_.Function, action: str, prefixes: tuple[str, ...]) -> None:
         """One object-level action on key prefixes (no bucket-level or wildcard actions)."""

@@ -52,11 +52,17 @@ def suppress_findings(stack: MemoryEngineStack) -> None:
             ack(function.role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/{prefix}/*]",
                 f"The {handler} step reads/writes objects under {prefix}/ only; object keys are per project "
                 "and document, so the grant is a key prefix, never the whole bucket.")
-        ack(stack.ingestion.state_machine.role, f"AwsSolutions-IAM5[Resource::<{logical_id(function)}.Arn>:*]",
-            "lambda:InvokeFunction on the pipeline's own task function and its versions/aliases (CDK grantInvoke).")
-    ack(stack.ingestion.state_machine.role, "AwsSolutions-IAM5[Resource::*]",
-        "Step Functions logging (logs:CreateLogDelivery, ...DescribeLogGroups) and X-Ray tracing actions "
-        "(xray:PutTraceSegments, ...) are only authorized on '*'.")
+        for machine in (stack.ingestion.state_machine, stack.ingestion.express_state_machine):
+            ack(machine.role, f"AwsSolutions-IAM5[Resource::<{logical_id(function)}.Arn>:*]",
+                "lambda:InvokeFunction on the pipeline's own task function and its versions/aliases (CDK grantInvoke).")
+    for machine in (stack.ingestion.state_machine, stack.ingestion.express_state_machine):
+        ack(machine.role, "AwsSolutions-IAM5[Resource::*]",
+            "Step Functions logging (logs:CreateLogDelivery, ...DescribeLogGroups) and X-Ray tracing actions "
+            "(xray:PutTraceSegments, ...) are only authorized on '*'.")
+    ack(stack.ingestion.express_state_machine, "AwsSolutions-SF1",
+        "The Express machine for small documents logs ERROR events only: each document's outcome (status, "
+        "error) is recorded in the database by the pipeline itself, and logging ALL events would cost about as "
+        "much CloudWatch ingestion as the Express executions do (docs/ingestion.md). The Standard machine logs ALL.")
     api_role = stack.api.api_function.role
     assert api_role is not None
     ack(api_role, f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/projects/*]",

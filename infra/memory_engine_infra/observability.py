@@ -38,7 +38,7 @@ class Observability(Construct):
         construct_id: str,
         *,
         functions: dict[str, lambda_.Function],
-        state_machine: sfn.StateMachine,
+        state_machines: dict[str, sfn.StateMachine],
         dead_letter_queues: dict[str, sqs.Queue],
         http_api: apigwv2.HttpApi,
     ) -> None:
@@ -66,10 +66,11 @@ class Observability(Construct):
                   f"memory-engine {name}: function errors in 5 minutes")
             alarm(f"{name}Throttles", function.metric_throttles(period=five_minutes, statistic="Sum"),
                   f"memory-engine {name}: throttled invocations (reserved concurrency reached)", threshold=5)
-        alarm("IngestionFailed", state_machine.metric_failed(period=five_minutes, statistic="Sum"),
-              "document ingestion executions failed (documents are marked failed; check the execution)")
-        alarm("IngestionTimedOut", state_machine.metric_timed_out(period=five_minutes, statistic="Sum"),
-              "document ingestion executions timed out")
+        for name, machine in state_machines.items():
+            alarm(f"{name}Failed", machine.metric_failed(period=five_minutes, statistic="Sum"),
+                  f"{name} executions failed (documents are marked failed; check the execution or its logs)")
+            alarm(f"{name}TimedOut", machine.metric_timed_out(period=five_minutes, statistic="Sum"),
+                  f"{name} executions timed out")
         for name, queue in dead_letter_queues.items():
             alarm(f"{name}DeadLetters",
                   queue.metric_approximate_number_of_messages_visible(period=five_minutes, statistic="Maximum"),
@@ -101,8 +102,9 @@ class Observability(Construct):
         )
         self.dashboard.add_widgets(
             cw.GraphWidget(title="Ingestion executions", width=12, left=[
-                state_machine.metric_succeeded(period=five_minutes),
-                state_machine.metric_failed(period=five_minutes),
+                metric for name, machine in state_machines.items() for metric in (
+                    machine.metric_succeeded(period=five_minutes, label=f"{name} succeeded"),
+                    machine.metric_failed(period=five_minutes, label=f"{name} failed"))
             ]),
             cw.GraphWidget(title="Dead-letter queues", width=12, left=[
                 q.metric_approximate_number_of_messages_visible(period=five_minutes, label=n)

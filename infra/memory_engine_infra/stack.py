@@ -43,7 +43,8 @@ class MemoryEngineStack(Stack):
         self.observability = Observability(
             self, "Observability",
             functions=self.functions,
-            state_machine=self.ingestion.state_machine,
+            state_machines={"Ingestion": self.ingestion.state_machine,
+                            "SmallDocumentIngestion": self.ingestion.express_state_machine},
             dead_letter_queues={
                 "Extraction": self.extraction.dead_letter_queue,
                 "IngestionRule": self.ingestion.rule_dead_letters,
@@ -54,6 +55,7 @@ class MemoryEngineStack(Stack):
         CfnOutput(self, "DocumentsBucket", value=self.ingestion.bucket.bucket_name)
         CfnOutput(self, "EventBusName", value=self.extraction.bus.event_bus_name)
         CfnOutput(self, "StateMachineArn", value=self.ingestion.state_machine.state_machine_arn)
+        CfnOutput(self, "ExpressStateMachineArn", value=self.ingestion.express_state_machine.state_machine_arn)
         CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn)
         suppress_findings(self)
 

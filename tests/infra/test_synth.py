@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memory_engine import constants as c
-from memory_engine.domain.pipeline import STEP_FUNCTION_NAMES
+from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES, STEP_FUNCTION_NAMES
 from tests.infra.conftest import Synthesized
 
 OUR_FUNCTION_DESCRIPTION = re.compile(r"^memory-engine")
@@ -189,28 +189,48 @@ def test_bucket_sends_events_to_eventbridge_and_expires_work_files(synthesized: 
     assert {"Id": "work-files", "Prefix": c.S3_WORK_PREFIX, "ExpirationInDays": 7, "Status": "Enabled"} in rules
 
 
-def test_object_created_under_projects_starts_the_state_machine(synthesized: Synthesized) -> None:
+def machines(s: Synthesized) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{"STANDARD" | "EXPRESS": (logical id, properties)}``."""
+    found = {v["Properties"].get("StateMachineType", "STANDARD"): (k, v["Properties"])
+             for k, v in s.resources("AWS::StepFunctions::StateMachine").items()}
+    assert len(found) == 2, found.keys()
+    return found
+
+
+def test_object_created_under_projects_starts_a_state_machine_chosen_by_size(synthesized: Synthesized) -> None:
     (bucket_id,) = [k for k, v in synthesized.resources("AWS::S3::Bucket").items()
                     if "LifecycleConfiguration" in v["Properties"] and "LoggingConfiguration" in v["Properties"]]
-    (machine_id,) = synthesized.resources("AWS::StepFunctions::StateMachine")
-    rules = [r["Properties"] for r in synthesized.resources("AWS::Events::Rule").values()]
-    s3_rule = next(r for r in rules if r["EventPattern"].get("source") == ["aws.s3"])
-    assert s3_rule["EventPattern"] == {
-        "source": ["aws.s3"],
-        "detail-type": ["Object Created"],
-        "detail": {"bucket": {"name": [{"Ref": bucket_id}]}, "object": {"key": [{"prefix": "projects/"}]}},
-    }
-    assert "EventBusName" not in s3_rule  # S3 publishes to the default bus
-    target = s3_rule["Targets"][0]
-    assert target["Arn"] == {"Ref": machine_id}
-    assert "Input" not in target and "InputTransformer" not in target  # the execution input IS the event
-    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1 and "DeadLetterConfig" in target
+    by_kind = machines(synthesized)
+    rules = [r["Properties"] for r in synthesized.resources("AWS::Events::Rule").values()
+             if r["Properties"]["EventPattern"].get("source") == ["aws.s3"]]
+    targets = {}
+    for rule in rules:
+        pattern = rule["EventPattern"]
+        size = pattern["detail"]["object"].pop("size")
+        assert pattern == {
+            "source": ["aws.s3"],
+            "detail-type": ["Object Created"],
+            "detail": {"bucket": {"name": [{"Ref": bucket_id}]}, "object": {"key": [{"prefix": "projects/"}]}},
+        }
+        assert "EventBusName" not in rule  # S3 publishes to the default bus
+        (target,) = rule["Targets"]
+        assert "Input" not in target and "InputTransformer" not in target  # the execution input IS the event
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1 and "DeadLetterConfig" in target
+        targets[tuple(size[0]["numeric"])] = target["Arn"]
+    # every size goes to exactly one machine: small ones to Express, the rest to Standard
+    assert targets == {("<=", SMALL_DOCUMENT_BYTES): {"Ref": by_kind["EXPRESS"][0]},
+                       (">", SMALL_DOCUMENT_BYTES): {"Ref": by_kind["STANDARD"][0]}}
 
 
-def test_state_machine_is_the_pipeline_definition_with_retry_and_catch(synthesized: Synthesized) -> None:
-    (machine,) = synthesized.resources("AWS::StepFunctions::StateMachine").values()
-    props = machine["Properties"]
-    definition = json.loads(props["DefinitionString"])
+def test_both_state_machines_run_the_one_pipeline_definition_with_retry_and_catch(synthesized: Synthesized) -> None:
+    by_kind = machines(synthesized)
+    standard, express = by_kind["STANDARD"][1], by_kind["EXPRESS"][1]
+    definition, express_definition = json.loads(standard["DefinitionString"]), json.loads(express["DefinitionString"])
+    # the same states; only the bound on a whole execution differs (Express stops at 5 minutes)
+    assert definition.pop("TimeoutSeconds") == 7200 and express_definition.pop("TimeoutSeconds") == EXPRESS_TIMEOUT_SECONDS
+    assert definition == express_definition
+    assert standard["DefinitionSubstitutions"] == express["DefinitionSubstitutions"]
+    props = standard
     states = definition["States"]
     for name in ("Register", "Extract", "Chunk", "EmbedBatches", "Finalize", "MarkFailed", "IngestionFailed"):
         assert name in states
@@ -228,30 +248,37 @@ def test_state_machine_is_the_pipeline_definition_with_retry_and_catch(synthesiz
     for placeholder, attribute in STEP_FUNCTION_NAMES.items():
         logical_id = props["DefinitionSubstitutions"][placeholder]["Fn::GetAtt"][0]
         assert synthesized.properties(logical_id)["Handler"] == f"handler.{attribute}"
-    assert props["LoggingConfiguration"]["Level"] == "ALL"
-    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert standard["LoggingConfiguration"]["Level"] == "ALL" and express["LoggingConfiguration"]["Level"] == "ERROR"
+    assert standard["TracingConfiguration"] == express["TracingConfiguration"] == {"Enabled": True}
 
 
-def test_state_machine_role_invokes_exactly_the_pipeline_functions(synthesized: Synthesized) -> None:
-    (machine,) = synthesized.resources("AWS::StepFunctions::StateMachine").values()
-    role_id = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
-    invoked: set[str] = set()
-    for policy in synthesized.resources("AWS::IAM::Policy").values():
-        if {"Ref": role_id} not in policy["Properties"]["Roles"]:
-            continue
-        for st in policy["Properties"]["PolicyDocument"]["Statement"]:
-            if "lambda:InvokeFunction" in actions_of(st):
-                for r in resources_of(st):
-                    invoked.add(r["Fn::GetAtt"][0] if "Fn::GetAtt" in r else r["Fn::Join"][1][0]["Fn::GetAtt"][0])
-    expected = {ref["Fn::GetAtt"][0] for ref in machine["Properties"]["DefinitionSubstitutions"].values()}
-    assert invoked == expected
+def test_state_machine_roles_invoke_exactly_the_pipeline_functions(synthesized: Synthesized) -> None:
+    for _, machine in machines(synthesized).values():
+        role_id = machine["RoleArn"]["Fn::GetAtt"][0]
+        invoked: set[str] = set()
+        for policy in synthesized.resources("AWS::IAM::Policy").values():
+            if {"Ref": role_id} not in policy["Properties"]["Roles"]:
+                continue
+            for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if "lambda:InvokeFunction" in actions_of(st):
+                    for r in resources_of(st):
+                        invoked.add(r["Fn::GetAtt"][0] if "Fn::GetAtt" in r else r["Fn::Join"][1][0]["Fn::GetAtt"][0])
+        expected = {ref["Fn::GetAtt"][0] for ref in machine["DefinitionSubstitutions"].values()}
+        assert invoked == expected
 
 
-def test_only_the_api_function_may_start_executions(synthesized: Synthesized) -> None:
-    (machine_id,) = synthesized.resources("AWS::StepFunctions::StateMachine")
-    for name, (logical_id, _) in functions_by_handler(synthesized).items():
+def test_only_the_api_function_may_start_executions_of_either_machine(synthesized: Synthesized) -> None:
+    ids = sorted(logical_id for logical_id, _ in machines(synthesized).values())
+    for name, (logical_id, props) in functions_by_handler(synthesized).items():
         resources = granted(synthesized, logical_id, "states:StartExecution")
-        assert resources == ([{"Ref": machine_id}] if name.startswith("memory-engine-api:") else []), name
+        if name.startswith("memory-engine-api:"):
+            assert sorted(r["Ref"] for r in resources) == ids
+            env = props["Environment"]["Variables"]
+            by_kind = machines(synthesized)
+            assert env[c.ENV_STATE_MACHINE_ARN] == {"Ref": by_kind["STANDARD"][0]}
+            assert env[c.ENV_EXPRESS_STATE_MACHINE_ARN] == {"Ref": by_kind["EXPRESS"][0]}
+        else:
+            assert resources == [], name
 
 
 def test_pipeline_steps_touch_only_their_s3_prefixes(synthesized: Synthesized) -> None:

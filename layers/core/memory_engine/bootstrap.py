@@ -186,7 +186,8 @@ class Container:
         if self.settings.state_machine_arn:
             from memory_engine.adapters.stepfunctions.starter import StepFunctionsPipelineStarter
 
-            return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn)
+            return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn,
+                                                self.settings.express_state_machine_arn)
         from memory_engine.services.ingestion.runner import LocalPipelineStarter
 
         return LocalPipelineStarter(self.pipeline_runner)

@@ -24,6 +24,8 @@ ENV_DATABASE_IAM_AUTH = "DATABASE_IAM_AUTH"  # "true": connect with an RDS IAM a
 ENV_DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET"
 ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
 ENV_STATE_MACHINE_ARN = "INGESTION_STATE_MACHINE_ARN"
+#: the Express state machine for small documents (same definition; see domain/pipeline.py SMALL_DOCUMENT_BYTES)
+ENV_EXPRESS_STATE_MACHINE_ARN = "INGESTION_EXPRESS_STATE_MACHINE_ARN"
 ENV_EXTRACTION_DLQ_URL = "EXTRACTION_DLQ_URL"  # rejected (invalid) events go here at once, with the reason
 ENV_RUNTIME = "MEMORY_ENGINE_RUNTIME"  # "aws" or "local"
 

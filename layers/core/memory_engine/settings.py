@@ -73,6 +73,7 @@ class Settings(BaseSettings):
     documents_bucket: str | None = Field(None, validation_alias=_env(c.ENV_DOCUMENTS_BUCKET))
     event_bus_name: str | None = Field(None, validation_alias=_env(c.ENV_EVENT_BUS_NAME))
     state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_STATE_MACHINE_ARN))
+    express_state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_EXPRESS_STATE_MACHINE_ARN))
 
     @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
     @classmethod

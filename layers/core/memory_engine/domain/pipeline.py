@@ -27,6 +27,18 @@ from typing import Any
 
 #: How the state machine's Map over embed batches is bounded by default.
 DEFAULT_MAP_CONCURRENCY = 4
+#: Documents up to this size run on the Express state machine (same definition): a Standard
+#: execution bills ~6-8 state transitions per document, an Express one a request and seconds of
+#: duration (docs/ingestion.md "What a document costs"). The bound keeps a run far inside Express's
+#: 5-minute limit: 256 KiB of text is at most ~9 embed batches, and PDFs this small have few pages.
+SMALL_DOCUMENT_BYTES = 256 * 1024
+#: Express executions stop after 5 minutes (the service's limit).
+EXPRESS_TIMEOUT_SECONDS = 300
+
+
+def is_small(size_bytes: int | None) -> bool:
+    """Whether a document of this size takes the Express path (unknown size: Standard)."""
+    return size_bytes is not None and size_bytes <= SMALL_DOCUMENT_BYTES
 
 
 @dataclass(frozen=True)
@@ -199,12 +211,14 @@ class _Builder:
         }
 
 
-def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY) -> dict[str, Any]:
+def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY, timeout_seconds: int | None = None) -> dict[str, Any]:
     """The state machine definition (Amazon States Language) of :data:`PIPELINE`.
 
     Input: the EventBridge S3 "Object Created" event (enters at Register), or a prepared
     ``DocumentRun`` with ``document_id`` (API create/re-ingest; enters at Extract).
     Lambda ARNs are ``${<Step>FunctionArn}`` placeholders, see :data:`STEP_FUNCTION_NAMES`.
+    ``timeout_seconds`` bounds a whole execution (CDK's ``timeout`` prop does not reach a definition
+    given as a string, so it is part of the definition).
     """
     if map_max_concurrency < 1:
         raise ValueError("map_max_concurrency must be >= 1")
@@ -235,8 +249,11 @@ def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY) -> dict[str, A
     failed = b.task(FAILURE_HANDLER, FAILED_STATE, catch=False)
     b.states[FAILURE_HANDLER.name] = failed
     b.states[FAILED_STATE] = {"Type": "Fail", "Error": "IngestionFailed", "Cause": "see the document's `error` field"}
-    return {
+    definition: dict[str, Any] = {
         "Comment": "memory-engine document ingestion: register -> extract -> chunk -> embed -> finalize",
         "StartAt": ROUTE_STATE,
         "States": b.states,
     }
+    if timeout_seconds is not None:
+        definition["TimeoutSeconds"] = timeout_seconds
+    return definition

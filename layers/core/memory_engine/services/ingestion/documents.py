@@ -132,7 +132,7 @@ def run_name(document_id: str, generation: int) -> str:
 
 def _start(starter: PipelineStarter, doc: Document) -> None:
     run = DocumentRun(project_id=doc.project_id, document_id=doc.id, generation=doc.ingest_generation)
-    starter.start(run.model_dump(mode="json"), name=run_name(doc.id, doc.ingest_generation))
+    starter.start(run.model_dump(mode="json"), name=run_name(doc.id, doc.ingest_generation), size_bytes=doc.size_bytes)
 
 
 def create_text_document(ports: IngestionPorts, starter: PipelineStarter, project_id: str,

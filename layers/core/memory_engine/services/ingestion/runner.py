@@ -138,7 +138,7 @@ class LocalPipelineStarter:
         self._lock = threading.Lock()
         self._counter = 0
 
-    def start(self, payload: dict[str, Any], *, name: str | None = None) -> str:
+    def start(self, payload: dict[str, Any], *, name: str | None = None, size_bytes: int | None = None) -> str:
         with self._lock:
             self._counter += 1
             run_id = name or f"local-run-{self._counter}"
