@@ -162,13 +162,25 @@ class Container:
         return LocalBlobStore(self.settings.home / "blobs")
 
     @cached_property
+    def ingestion_embedder(self) -> Embedder:
+        """The embedder of the ingestion steps. With the local model: its own session computing in
+        the calling thread only (one core per ingestion worker), so the workers' lowered priority
+        covers the model's work too, and concurrent runs use every core (measured: 1-thread sessions
+        in parallel embed as fast or faster than one 2-thread session, docs/ingestion.md)."""
+        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+
+        if type(self.embedder) is OnnxMiniLMEmbedder:
+            return OnnxMiniLMEmbedder(threads=1, query_cache_size=0)
+        return self.embedder
+
+    @cached_property
     def ingestion_ports(self) -> Any:
         from memory_engine.adapters.extractors import native_extractors
         from memory_engine.adapters.extractors.http_converter import HttpConverter
         from memory_engine.services.ingestion.steps import IngestionPorts
 
         return IngestionPorts(
-            documents=self.documents, blobs=self.blob_store, embedder=self.embedder, projects=self.projects,
+            documents=self.documents, blobs=self.blob_store, embedder=self.ingestion_embedder, projects=self.projects,
             extractors=native_extractors(), converter=HttpConverter(),
         )
 
@@ -188,9 +200,11 @@ class Container:
 
             return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn,
                                                 self.settings.express_state_machine_arn)
+        from memory_engine.adapters.local.priority import lower_thread_priority
         from memory_engine.services.ingestion.runner import LocalPipelineStarter
 
-        return LocalPipelineStarter(self.pipeline_runner)
+        return LocalPipelineStarter(self.pipeline_runner, workers=self.settings.resolved_ingest_workers,
+                                    thread_initializer=lower_thread_priority)
 
 
     # --- fact extraction (issue 6): add cached_properties below this line ---

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 
@@ -73,6 +74,7 @@ class Settings(BaseSettings):
     documents_bucket: str | None = Field(None, validation_alias=_env(c.ENV_DOCUMENTS_BUCKET))
     event_bus_name: str | None = Field(None, validation_alias=_env(c.ENV_EVENT_BUS_NAME))
     state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_STATE_MACHINE_ARN))
+    ingest_workers: int | None = Field(None, ge=1, le=64, validation_alias=_env(c.ENV_INGEST_WORKERS))
     express_state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_EXPRESS_STATE_MACHINE_ARN))
 
     @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
@@ -87,6 +89,12 @@ class Settings(BaseSettings):
     @property
     def resolved_embedding_dimensions(self) -> int:
         return self.embedding_dimensions or EMBEDDING_DEFAULTS[self.embedding_provider][1]
+
+    @property
+    def resolved_ingest_workers(self) -> int:
+        """Local ingestion runs in flight at once: enough to overlap file and database work with the
+        model on every core, few enough that a run's memory stays small (2x the cores, 2..8)."""
+        return self.ingest_workers or max(2, min(8, 2 * (os.cpu_count() or 1)))
 
     @property
     def resolved_chat_model(self) -> str:

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -128,13 +129,23 @@ def _matching(policies: tuple[RetryPolicy, ...], name: str) -> tuple[int, RetryP
     return -1, None
 
 
-class LocalPipelineStarter:
-    """PipelineStarter for the local shape: runs are queued on background worker threads."""
+#: Finished runs whose results stay available to ``result``/``finished`` (oldest dropped first).
+KEPT_RESULTS = 10_000
 
-    def __init__(self, runner: PipelineRunner, *, workers: int = 1) -> None:
+
+class LocalPipelineStarter:
+    """PipelineStarter for the local shape: runs wait in a FIFO queue and ``workers`` of them run
+    at once on background threads. A queued run is its payload (ids and keys, under a kilobyte; the
+    content is in the blob store), so thousands can wait without holding their documents in memory.
+    ``thread_initializer`` runs once in each worker thread (the local engine lowers their CPU
+    priority there, so API requests come first while a corpus drains)."""
+
+    def __init__(self, runner: PipelineRunner, *, workers: int = 1,
+                 thread_initializer: Callable[[], None] | None = None) -> None:
         self._runner = runner
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest")
-        self._runs: dict[str, Future[RunResult]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest",
+                                        initializer=thread_initializer)
+        self._runs: OrderedDict[str, Future[RunResult]] = OrderedDict()
         self._lock = threading.Lock()
         self._counter = 0
 
@@ -144,8 +155,21 @@ class LocalPipelineStarter:
             run_id = name or f"local-run-{self._counter}"
             if name is not None and name in self._runs and not self._runs[name].done():
                 return run_id  # like StartExecution with the same name: one run
+            self._runs.pop(run_id, None)
             self._runs[run_id] = self._pool.submit(self._safe_run, payload)
+            self._forget_old()
         return run_id
+
+    def _forget_old(self) -> None:
+        excess = len(self._runs) - KEPT_RESULTS
+        if excess > 0:
+            for run_id in [r for r, f in self._runs.items() if f.done()][:excess]:
+                del self._runs[run_id]
+
+    def finished(self, run_id: str) -> RunResult | None:
+        """The run's result when it has ended, else None. Raises KeyError for an unknown run."""
+        future = self._runs[run_id]
+        return future.result() if future.done() else None
 
     def _safe_run(self, payload: dict[str, Any]) -> RunResult:
         try:
