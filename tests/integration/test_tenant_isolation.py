@@ -140,7 +140,7 @@ def _assert_reveals_nothing(response: ApiResponse, victim: Tenant, request: tupl
     assert response.status in (200, 404), (request, response.status, text)
     if response.status == 404:
         assert response.json["error"]["code"] == "not_found", text
-    assert victim.secret.lower() not in text.lower() or victim.secret.lower() in sent.lower() and response.status == 404, (
+    assert victim.secret.lower() not in text.lower() or (victim.secret.lower() in sent.lower() and response.status == 404), (
         request, text)
     for foreign_id in victim.ids:
         assert foreign_id not in text or foreign_id in sent, (request, foreign_id, text)
