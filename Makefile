@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck install clean layer bench-peers
+.PHONY: dev test fuzz lint typecheck install clean layer bench-peers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ test: $(STAMP)
 	$(BIN)/ruff check layers functions infra tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# The schema-driven fuzz test of `make test` (20 examples per operation) with many more examples
+# per operation; FUZZ_EXAMPLES=N to choose.
+FUZZ_EXAMPLES ?= 400
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/e2e/test_api_fuzz.py -rx -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers functions infra tests bench

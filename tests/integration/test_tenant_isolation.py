@@ -1,58 +1,186 @@
-"""A key of project A can neither read, list, update nor delete anything of project B (404, never 403)."""
+"""Tenant isolation as a property: a key of one project, aimed at another project's ids and filters,
+on every endpoint, reveals nothing, changes nothing and counts nothing.
+
+Two projects hold data of every kind (memories, entries with entities, a ready document with chunks,
+episodes and extraction runs from ``turn.completed`` events, an upload URL). Hypothesis picks the
+attacker, the endpoint and which of the victim's ids/filters to use. Each request must answer 404
+(never 403: a foreign id does not exist) or, for lists and search, 200 with none of the victim's
+data; afterwards both projects' rows (every table, every column) are exactly what they were.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.support.api_client import ApiClient
+from memory_engine.bootstrap import Container
+from tests.support.api_client import ApiClient, ApiResponse
+from tests.support.extraction import turn_event
+
+#: Every table that holds a project's data, fingerprinted row by row (api_keys excluded: a key's
+#: last use is bookkeeping, not data).
+TABLES = ("memories", "memory_entries", "entities", "documents", "document_chunks", "episodes", "extraction_runs")
+
+
+@dataclass
+class Tenant:
+    name: str
+    project_id: str
+    api: ApiClient
+    secret: str  # a word that appears only in this tenant's data
+    memory_id: str
+    entry_id: str
+    document_id: str
+    path_prefix: str
+    tag: str
+    entity: str
+    upload_token: str
+    event_ids: list[str]
+
+    @property
+    def ids(self) -> list[str]:
+        return [self.memory_id, self.entry_id, self.document_id, self.upload_token, *self.event_ids]
+
+
+def _populate(container: Container, make_key: Any, name: str, secret: str) -> Tenant:
+    api = ApiClient(make_key(name, "read,write"))
+    project_id = container.projects.get_or_create_project(name).id
+    tag, entity, prefix = f"{secret.lower()}-tag", f"{secret} Holdings", f"/{secret.lower()}/"
+    memory = api.post("/v1/memories", {"name": f"{secret} memory", "tags": [tag], "metadata": {"owner": secret}}).json
+    entry = api.post("/v1/memory-entries", {
+        "memory_id": memory["id"], "content": f"{entity} acquired the {secret} launch codes.", "tags": [tag],
+        "subject": entity, "predicate": "acquired", "object": f"{secret} launch codes",
+        "entities": [{"name": entity, "type": "organization"}],
+    }).json
+    assert entry["action"] == "created", entry
+    doc = api.post("/v1/documents", {"path": f"{prefix}plan.md", "content": f"# {secret} plan\n\nThe {secret} vault opens.",
+                                     "tags": [tag], "wait": True}).json
+    assert doc["status"] == "ready", doc
+    upload = api.post("/v1/documents/uploads", {"path": f"{prefix}upload.md"}).json
+    event = turn_event(project_id=project_id, memory_id=memory["id"],
+                       messages=[{"role": "user", "content": f"Remember the {secret} password."}])
+    delivered = api.post("/v1/events", event, params={"wait": "true"})
+    assert delivered.status == 200, delivered.json
+    return Tenant(name, project_id, api, secret, memory["id"], entry["id"], doc["id"], prefix, tag, entity,
+                  upload["upload_url"].rsplit("/", 1)[-1], [event["id"]])
 
 
 @pytest.fixture(scope="module")
-def tenants(make_key: Any) -> tuple[ApiClient, ApiClient, dict[str, Any]]:
-    a = ApiClient(make_key("tenant-a", "read,write"))
-    b = ApiClient(make_key("tenant-b", "read,write"))
-    memory = b.post("/v1/memories", {"name": "b-secrets", "tags": ["secret"]}).json
-    entry = b.post("/v1/memory-entries", {"memory_id": memory["id"], "content": "Project B's launch code is 1234."}).json
-    return a, b, {"memory": memory, "entry": entry}
+def tenants(container: Container, make_key: Any) -> tuple[Tenant, Tenant]:
+    return _populate(container, make_key, "tenant-a", "Aardvark"), _populate(container, make_key, "tenant-b", "Zebra")
 
 
-def _assert_hidden(response: Any) -> None:
-    assert response.status == 404, (response.status, response.json)
-    assert response.json["error"]["code"] == "not_found"
+def _fingerprint(database_url: str, project_id: str) -> dict[str, tuple[int, str]]:
+    """Per table: (rows, md5 of every row's full text) of one project."""
+    out = {}
+    with psycopg.connect(database_url) as conn:
+        for table in TABLES:
+            out[table] = conn.execute(
+                f"SELECT count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) "
+                f"FROM {table} t WHERE project_id = %s", (project_id,),
+            ).fetchone()
+    return out
 
 
-def test_a_cannot_read_or_list_b(tenants: tuple[ApiClient, ApiClient, dict[str, Any]]) -> None:
-    a, b, owned = tenants
-    memory_id, entry_id = owned["memory"]["id"], owned["entry"]["id"]
-    _assert_hidden(a.get(f"/v1/memories/{memory_id}"))
-    _assert_hidden(a.get(f"/v1/memory-entries/{entry_id}"))
-    _assert_hidden(a.get("/v1/memory-entries", params={"memory_id": memory_id}))
-    assert memory_id not in {m["id"] for m in a.get("/v1/memories", params={"tags": "*"}).json["data"]}
-    assert entry_id not in {e["id"] for e in a.get("/v1/memory-entries").json["data"]}
-    # and B still sees its own
-    assert b.get(f"/v1/memories/{memory_id}").status == 200
-    assert [e["id"] for e in b.get("/v1/memory-entries").json["data"]] == [entry_id]
+# --- what a hostile request can be: (method, path, body or None, query params or None) ---
 
 
-def test_a_cannot_write_update_or_delete_b(tenants: tuple[ApiClient, ApiClient, dict[str, Any]]) -> None:
-    a, b, owned = tenants
-    memory_id, entry_id = owned["memory"]["id"], owned["entry"]["id"]
-    _assert_hidden(a.post("/v1/memory-entries", {"memory_id": memory_id, "content": "Project B's launch code is 1234."}))
-    _assert_hidden(a.put(f"/v1/memories/{memory_id}", {"name": "pwned"}))
-    _assert_hidden(a.put(f"/v1/memory-entries/{entry_id}", {"content": "pwned"}))
-    _assert_hidden(a.delete(f"/v1/memory-entries/{entry_id}"))
-    _assert_hidden(a.delete(f"/v1/memories/{memory_id}"))
-    # B's data is untouched
-    assert b.get(f"/v1/memories/{memory_id}").json["name"] == "b-secrets"
-    entry = b.get(f"/v1/memory-entries/{entry_id}").json
-    assert entry["content"] == "Project B's launch code is 1234."
-    assert len(b.get("/v1/memory-entries", params={"memory_id": memory_id}).json["data"]) == 1
+def _requests(victim: Tenant, attacker: Tenant) -> st.SearchStrategy[tuple[str, str, Any, dict[str, str] | None]]:
+    v = victim
+    foreign_event = turn_event(project_id=v.project_id, memory_id=v.memory_id)
+    own_project_foreign_memory = turn_event(project_id=attacker.project_id, memory_id=v.memory_id)
+    search_filters = st.fixed_dictionaries({}, optional={
+        "query": st.sampled_from([v.secret, v.entity, f"{v.secret} launch codes", f"{v.secret} vault"]),
+        "memory_ids": st.just([v.memory_id]),
+        "memory_tags": st.sampled_from([[v.tag], ["*"], [f"{v.secret.lower()}*"]]),
+        "document_ids": st.just([v.document_id]),
+        "document_paths": st.sampled_from([[v.path_prefix], ["/"]]),
+        "include": st.sampled_from([["episodes"], ["raw"], ["raw", "episodes"]]),
+        "render": st.booleans(),
+        "signals": st.sampled_from([["vector"], ["keyword"], ["entity"], ["vector", "keyword", "entity"]]),
+    })
+    return st.one_of(
+        st.sampled_from([
+            ("GET", f"/v1/memories/{v.memory_id}", None, None),
+            ("PUT", f"/v1/memories/{v.memory_id}", {"name": "pwned", "tags": []}, None),
+            ("DELETE", f"/v1/memories/{v.memory_id}", None, None),
+            ("GET", "/v1/memory-entries", None, {"memory_id": v.memory_id}),
+            ("GET", "/v1/memory-entries", None, {"memory_id": v.memory_id, "include_invalidated": "true"}),
+            ("POST", "/v1/memory-entries", {"memory_id": v.memory_id, "content": f"{v.entity} is pwned."}, None),
+            ("GET", f"/v1/memory-entries/{v.entry_id}", None, None),
+            ("PUT", f"/v1/memory-entries/{v.entry_id}", {"content": "pwned", "tags": []}, None),
+            ("DELETE", f"/v1/memory-entries/{v.entry_id}", None, None),
+            ("GET", f"/v1/documents/{v.document_id}", None, None),
+            ("GET", f"/v1/documents/{v.document_id}/status", None, None),
+            ("POST", f"/v1/documents/{v.document_id}/ingest", {"chunk_strategy": "size", "chunk_size": 100}, None),
+            ("DELETE", f"/v1/documents/{v.document_id}", None, None),
+            ("PUT", f"/v1/local-uploads/{v.upload_token}", None, None),
+            ("POST", "/v1/events", foreign_event, {"wait": "true"}),
+            ("POST", "/v1/events", own_project_foreign_memory, {"wait": "true"}),
+        ]),
+        st.sampled_from([v.tag, "*", f"{v.secret.lower()}*"]).map(lambda t: ("GET", "/v1/memories", None, {"tags": t})),
+        st.fixed_dictionaries({}, optional={
+            "path_prefix": st.sampled_from([v.path_prefix, "/"]), "tags": st.sampled_from([v.tag, "*"]),
+            "status": st.sampled_from(["ready", "pending"]),
+        }).map(lambda q: ("GET", "/v1/documents", None, q)),
+        st.just(("GET", "/v1/memory-entries", None, None)),
+        search_filters.map(lambda body: ("POST", "/v1/knowledge/search", body, None)),
+    )
 
 
-def test_same_fact_in_two_projects_is_two_entries(tenants: tuple[ApiClient, ApiClient, dict[str, Any]]) -> None:
-    a, _, owned = tenants
-    mine = a.post("/v1/memories", {"name": "a-own"}).json
-    written = a.post("/v1/memory-entries", {"memory_id": mine["id"], "content": "Project B's launch code is 1234."})
-    assert written.status == 201 and written.json["id"] != owned["entry"]["id"]
+def _assert_reveals_nothing(response: ApiResponse, victim: Tenant, request: tuple[Any, ...]) -> None:
+    text = response.body.decode()
+    sent = json.dumps(request)
+    assert response.status in (200, 404), (request, response.status, text)
+    if response.status == 404:
+        assert response.json["error"]["code"] == "not_found", text
+    assert victim.secret.lower() not in text.lower() or (victim.secret.lower() in sent.lower() and response.status == 404), (
+        request, text)
+    for foreign_id in victim.ids:
+        assert foreign_id not in text or foreign_id in sent, (request, foreign_id, text)
+    if response.status == 200 and isinstance(response.json, dict):
+        assert response.json.get("data", []) == [] or all(row["project_id"] != victim.project_id
+                                                        for row in response.json["data"]), text
+
+
+def test_no_request_with_one_projects_key_reveals_changes_or_counts_anothers_data(
+    tenants: tuple[Tenant, Tenant], database_url: str
+) -> None:
+    a, b = tenants
+    before = {t.project_id: _fingerprint(database_url, t.project_id) for t in tenants}
+    views = {t.project_id: (t.api.get("/v1/memories").json, t.api.get("/v1/documents").json) for t in tenants}
+
+    @given(data=st.data())
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def hostile(data: Any) -> None:
+        # Given an attacker, a victim and a request aimed at the victim's ids or filters
+        attacker, victim = data.draw(st.sampled_from([(a, b), (b, a)]), label="attacker, victim")
+        method, path, body, params = request = data.draw(_requests(victim, attacker), label="request")
+        # When the attacker's key sends it
+        response = attacker.api.request(method, path, json_body=body, params=params)
+        # Then it answers 404 or the attacker's own data only, and no project's rows changed
+        _assert_reveals_nothing(response, victim, request)
+        for tenant in tenants:
+            assert _fingerprint(database_url, tenant.project_id) == before[tenant.project_id], (request, tenant.name)
+
+    hostile()
+    # and each project still sees exactly its own data
+    for tenant in tenants:
+        assert (tenant.api.get("/v1/memories").json, tenant.api.get("/v1/documents").json) == views[tenant.project_id]
+        found = tenant.api.post("/v1/knowledge/search", {"query": tenant.secret, "memory_ids": [tenant.memory_id]}).json
+        assert {r["id"] for r in found["results"]} >= {tenant.entry_id}
+
+
+def test_same_fact_in_two_projects_is_two_entries(tenants: tuple[Tenant, Tenant]) -> None:
+    a, b = tenants
+    mine = a.api.post("/v1/memories", {"name": "a-own"}).json
+    written = a.api.post("/v1/memory-entries", {"memory_id": mine["id"], "content": f"{b.entity} acquired the "
+                                                                                     f"{b.secret} launch codes."})
+    assert written.status == 201 and written.json["id"] != b.entry_id

@@ -97,6 +97,12 @@ def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
     def _bad_json(error: json.JSONDecodeError) -> Response[Any]:
         return error_response(BadRequest(f"request body is not valid JSON: {error.msg} at position {error.pos}"))
 
+    @app.exception_handler(UnicodeDecodeError)
+    def _not_utf8(error: UnicodeDecodeError) -> Response[Any]:
+        # API Gateway base64-encodes a body that is not UTF-8 text; Powertools' json_body decodes it
+        # as UTF-8 and raises this (found by tests/e2e/test_api_fuzz.py)
+        return error_response(BadRequest(f"request body is not UTF-8 JSON: invalid byte at position {error.start}"))
+
     @app.not_found
     def _not_found(error: NotFoundError) -> Response[Any]:
         event = app.current_event

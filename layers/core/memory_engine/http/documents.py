@@ -10,10 +10,20 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.documents import DocumentStatus
+from memory_engine.domain.cursor import MAX_LIMIT
+from memory_engine.domain.documents import Document, DocumentStatus
 from memory_engine.errors import InvalidInput
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, page
+from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.schemas import (
+    AUTHENTICATED,
+    WITH_BODY,
+    DocumentBatchResult,
+    DocumentPage,
+    DocumentStatusView,
+    UploadUrl,
+    documented,
+)
 from memory_engine.services.ingestion.documents import (
     MAX_BATCH_DOCUMENTS,
     WAIT_LIMIT_SECONDS,
@@ -37,7 +47,10 @@ _WAIT = (f"`wait: true` blocks until the document leaves `processing`, at most {
 
 @router.post("/v1/documents", summary="Create a document from text",
              description="Ingestion runs in the background; 201 when a run started, 200 when the same text is "
-                         f"already at that path (no-op). `chunk_strategy` defaults to `whole`. {_WAIT}")
+                         f"already at that path (no-op). `chunk_strategy` defaults to `whole`. {_WAIT}",
+             responses=documented({201: (Document, "created; ingestion started"),
+                                   200: (Document, "the same text is already at that path")},
+                                  *AUTHENTICATED, *WITH_BODY))
 def create(body: Annotated[CreateTextDocument, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     c = get_container()
@@ -54,7 +67,8 @@ _BATCH = ("`{documents: [{path, content, title?, tags?, metadata?, chunk_*?}, ..
           ).replace("MAX", str(MAX_BATCH_DOCUMENTS))
 
 
-@router.post("/v1/documents/batch", summary="Create up to 100 documents from text", description=_BATCH)
+@router.post("/v1/documents/batch", summary="Create up to 100 documents from text", description=_BATCH,
+             responses=documented({200: (DocumentBatchResult, "one result per item")}, *AUTHENTICATED, *WITH_BODY))
 def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     c = get_container()
@@ -66,7 +80,8 @@ def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
 @router.post("/v1/documents/uploads", summary="Get an upload URL",
              description="A presigned S3 PUT URL for `projects/<project_id>/<path>` on AWS; locally a URL on the "
                          "local server that writes the body into the drop folder. PUT the bytes with the returned "
-                         "`headers`; the upload starts ingestion (`chunk_strategy` defaults to `page`).")
+                         "`headers`; the upload starts ingestion (`chunk_strategy` defaults to `page`).",
+             responses=documented({201: (UploadUrl, "where and how to PUT the file")}, *AUTHENTICATED, *WITH_BODY))
 def upload(body: Annotated[UploadRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     presigned = prepare_upload(get_container().ingestion_ports, principal.project_id, body)
@@ -86,12 +101,13 @@ def upload(body: Annotated[UploadRequest, Body()]) -> Response[Any]:
 @router.get("/v1/documents", summary="List documents",
             description="Newest first, cursor-paginated (`limit` 1..100, default 20). `path_prefix` matches the "
                         "start of the path; `tags` are globs (comma-separated, ORed); `status` one of "
-                        "pending|processing|ready|failed.")
+                        "pending|processing|ready|failed.",
+            responses=documented({200: (DocumentPage, "a page of documents")}, *AUTHENTICATED, 422))
 def list_(
     path_prefix: Annotated[str | None, Query()] = None,
     tags: Annotated[str | None, Query()] = None,
     status: Annotated[str | None, Query()] = None,
-    limit: Annotated[int, Query()] = 20,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
     principal = require(router, Scope.READ)
@@ -109,7 +125,8 @@ def list_(
     return json_response(page(docs, next_cursor))
 
 
-@router.get("/v1/documents/<document_id>", summary="Get a document")
+@router.get("/v1/documents/<document_id>", summary="Get a document",
+            responses=documented({200: (Document, "the document")}, *AUTHENTICATED, 404))
 def get(document_id: str) -> Response[Any]:
     principal = require(router, Scope.READ)
     return json_response(get_container().documents.get(principal.project_id, document_id))
@@ -117,22 +134,26 @@ def get(document_id: str) -> Response[Any]:
 
 @router.get("/v1/documents/<document_id>/status", summary="Ingestion status",
             description="`{status, total_pages, total_chunks, indexed_chunks, progress, error}`; `progress` is "
-                        "indexed_chunks/total_chunks (1 when ready).")
+                        "indexed_chunks/total_chunks (1 when ready).",
+            responses=documented({200: (DocumentStatusView, "the ingestion status")}, *AUTHENTICATED, 404))
 def status_(document_id: str) -> Response[Any]:
     principal = require(router, Scope.READ)
     return json_response(get_container().documents.get(principal.project_id, document_id).status_view())
 
 
-@router.delete("/v1/documents/<document_id>", summary="Delete a document", description="With its chunks; 204.")
+@router.delete("/v1/documents/<document_id>", summary="Delete a document", description="With its chunks; 204.",
+               responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404))
 def delete(document_id: str) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     delete_document(get_container().ingestion_ports, principal.project_id, document_id)
-    return Response(status_code=204, content_type="application/json", body="")
+    return no_content()
 
 
 @router.post("/v1/documents/<document_id>/ingest", summary="Re-ingest a document",
              description="New chunk settings (omitted fields keep their values) and a new run; the old chunks stay "
-                         f"searchable until the new set is complete. 202 (200 with `wait`). {_WAIT}")
+                         f"searchable until the new set is complete. 202 (200 with `wait`). {_WAIT}",
+             responses=documented({202: (Document, "a new run started"), 200: (Document, "with `wait`: the settled document")},
+                                  *AUTHENTICATED, *WITH_BODY, 404))
 def ingest(document_id: str, body: Annotated[ReingestRequest | None, Body()] = None) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     c = get_container()

@@ -14,6 +14,7 @@ from memory_engine.domain.auth import Scope
 from memory_engine.errors import InvalidInput
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
+from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EmbeddingsResponse, documented
 
 router = Router()
 
@@ -32,7 +33,9 @@ class EmbeddingsRequest(BaseModel):
         return self
 
 
-@router.post("/v1/embeddings")
+@router.post("/v1/embeddings", summary="Embed text with the deployment's model",
+             description=f"`{{input}}` or `{{inputs: [...]}}` (at most {MAX_INPUTS} inputs of {MAX_INPUT_CHARS:,} characters).",
+             responses=documented({200: (EmbeddingsResponse, "one vector per input")}, *AUTHENTICATED, *WITH_BODY))
 def create_embeddings(body: Annotated[EmbeddingsRequest, Body()]) -> Response[Any]:
     require(router, Scope.READ)
     texts = [body.input] if body.input is not None else list(body.inputs or [])

@@ -15,11 +15,12 @@ from pydantic import Field
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT
-from memory_engine.domain.entries import MAX_CONTENT_CHARS, NewEntry
+from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT
+from memory_engine.domain.entries import MAX_CONTENT_CHARS, MemoryEntry, NewEntry
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, page
+from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EntryWriteResult, MemoryEntryPage, documented
 from memory_engine.services.memories import EntryReplacement, list_entries, replace_entry
 from memory_engine.services.write_entry import write_entry
 
@@ -47,6 +48,8 @@ class EntryCreateRequest(NewEntry):
         "`created` (201). This manual path never merges or supersedes. Unknown memory or another project's: 404. "
         + _LIMITS
     ),
+    responses=documented({201: (EntryWriteResult, "created"), 200: (EntryWriteResult, "not created: `action` says why")},
+                         *AUTHENTICATED, *WITH_BODY, 404),
 )
 def create(body: Annotated[EntryCreateRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
@@ -70,11 +73,12 @@ def create(body: Annotated[EntryCreateRequest, Body()]) -> Response[Any]:
         "(superseded) entries are hidden unless `include_invalidated=true`. Without `memory_id`, lists the "
         "project's entries across memories."
     ),
+    responses=documented({200: (MemoryEntryPage, "a page of entries")}, *AUTHENTICATED, 404, 422),
 )
 def list_(
     memory_id: Annotated[str | None, Query()] = None,
     include_invalidated: Annotated[bool, Query()] = False,
-    limit: Annotated[int, Query()] = DEFAULT_LIMIT,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
     principal = require(router, Scope.READ)
@@ -90,6 +94,7 @@ def list_(
     summary="Get a memory entry",
     description="Invalidated entries are returned too (audit: `invalidated_at`, `superseded_by_entry_id`, "
     "`invalidation_reason`).",
+    responses=documented({200: (MemoryEntry, "the entry")}, *AUTHENTICATED, 404),
 )
 def get(entry_id: str) -> Response[Any]:
     principal = require(router, Scope.READ)
@@ -105,6 +110,7 @@ def get(entry_id: str) -> Response[Any]:
         "or `object` re-embeds the entry. Provenance cannot be changed. An invalidated entry is history and "
         f"answers 409 Conflict. {_LIMITS}"
     ),
+    responses=documented({200: (MemoryEntry, "the updated entry")}, *AUTHENTICATED, *WITH_BODY, 404, 409),
 )
 def replace(entry_id: str, body: Annotated[EntryReplacement, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
@@ -112,8 +118,9 @@ def replace(entry_id: str, body: Annotated[EntryReplacement, Body()]) -> Respons
     return json_response(replace_entry(container.entries, container.embedder, principal.project_id, entry_id, body))
 
 
-@router.delete("/v1/memory-entries/<entry_id>", summary="Delete a memory entry", description="Removes it outright; 204.")
+@router.delete("/v1/memory-entries/<entry_id>", summary="Delete a memory entry", description="Removes it outright; 204.",
+               responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404))
 def delete(entry_id: str) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     get_container().entries.delete(principal.project_id, entry_id)
-    return Response(status_code=204, content_type="application/json", body="")
+    return no_content()

@@ -26,6 +26,7 @@ from memory_engine.domain.events import TurnCompletedEvent
 from memory_engine.errors import InvalidInput, NotFound, invalid_input
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
+from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EventAccepted, documented
 
 router = Router()
 
@@ -71,11 +72,9 @@ def _run_view(event: TurnCompletedEvent) -> dict[str, Any] | None:
         "turn.completed.schema.json). `id`, `time`, `account`, `region`, `version`, `resources` are filled in "
         "when absent. 202 with the event id; `?wait=true` answers 200 with the extraction run once it finished."
     ),
-    responses={
-        202: {"description": "queued: `{id, message_id, status}`"},
-        200: {"description": "with `wait=true`: `{id, message_id, status, run}`"},
-        404: {"description": "the event's project is not the key's, or the memory does not exist"},
-    },
+    responses=documented({202: (EventAccepted, "queued (or, with `wait=true`, not finished in time)"),
+                          200: (EventAccepted, "with `wait=true`: delivered, with the extraction run")},
+                         *AUTHENTICATED, *WITH_BODY, 404),
     tags=["events"],
 )
 def post_event(

@@ -10,11 +10,13 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from memory_engine import __version__
 from memory_engine.bootstrap import get_container
 from memory_engine.http.responses import json_response
+from memory_engine.http.schemas import Health, OpenAPIDocument, documented
 
 router = Router()
 
 
-@router.get("/v1/health")
+@router.get("/v1/health", summary="Liveness and database reachability (no auth)", security=[],
+            responses=documented({200: (Health, "up"), 503: (Health, "the database cannot be reached")}))
 def health() -> Response[Any]:
     """Liveness plus database reachability; 503 when the database cannot be reached."""
     container = get_container()
@@ -23,7 +25,8 @@ def health() -> Response[Any]:
     return json_response(body, 200 if database_ok else 503)
 
 
-@router.get("/v1/openapi.json")
+@router.get("/v1/openapi.json", summary="This OpenAPI document (no auth)", security=[],
+            responses=documented({200: (OpenAPIDocument, "the document")}))
 def openapi() -> Response[Any]:
     from memory_engine.http.openapi import full_openapi_document
 

@@ -22,6 +22,7 @@ from memory_engine.domain.auth import Scope
 from memory_engine.errors import BadRequest, NotFound
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
+from memory_engine.http.schemas import AUTHENTICATED, UploadStored, documented
 from memory_engine.services.ingestion.steps import split_key
 
 router = Router()
@@ -34,7 +35,9 @@ def key_from_token(token: str) -> str:
         raise BadRequest("malformed upload URL; request a new one from POST /v1/documents/uploads") from exc
 
 
-@router.put("/v1/local-uploads/<token>", summary="Upload a file (local stand-in for a presigned S3 PUT)")
+@router.put("/v1/local-uploads/<token>", summary="Upload a file (local stand-in for a presigned S3 PUT)",
+            responses=documented({200: (UploadStored, "stored in the drop folder; ingestion follows")},
+                                 *AUTHENTICATED, 400, 404, 413, 422))
 def put_upload(token: str) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     key = key_from_token(token)

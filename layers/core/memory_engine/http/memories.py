@@ -13,9 +13,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT
+from memory_engine.domain.entries import Memory
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, page
+from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, MemoryPage, documented
 from memory_engine.services.memories import MemoryFields, create_memory, list_memories, update_memory
 
 router = Router()
@@ -26,7 +28,8 @@ _LIMITS = (
 )
 
 
-@router.post("/v1/memories", summary="Create a memory", description=f"Creates a memory container; 201. {_LIMITS}")
+@router.post("/v1/memories", summary="Create a memory", description=f"Creates a memory container; 201. {_LIMITS}",
+             responses=documented({201: (Memory, "the memory")}, *AUTHENTICATED, *WITH_BODY))
 def create(body: Annotated[MemoryFields, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     memory = create_memory(get_container().memories, principal.project_id, body)
@@ -41,10 +44,11 @@ def create(body: Annotated[MemoryFields, Body()]) -> Response[Any]:
         "glob patterns (`*` any run of characters, `?` one character); several patterns (comma-separated or the "
         "parameter repeated) are ORed: a memory matches when any of its tags matches any pattern."
     ),
+    responses=documented({200: (MemoryPage, "a page of memories")}, *AUTHENTICATED, 422),
 )
 def list_(
     tags: Annotated[list[str] | None, Query()] = None,
-    limit: Annotated[int, Query()] = DEFAULT_LIMIT,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
     principal = require(router, Scope.READ)
@@ -52,7 +56,8 @@ def list_(
     return json_response(page(items, next_cursor))
 
 
-@router.get("/v1/memories/<memory_id>", summary="Get a memory", description="404 when not in the caller's project.")
+@router.get("/v1/memories/<memory_id>", summary="Get a memory", description="404 when not in the caller's project.",
+            responses=documented({200: (Memory, "the memory")}, *AUTHENTICATED, 404))
 def get(memory_id: str) -> Response[Any]:
     principal = require(router, Scope.READ)
     return json_response(get_container().memories.get(principal.project_id, memory_id))
@@ -65,6 +70,7 @@ def get(memory_id: str) -> Response[Any]:
         "Replaces the fields sent; fields not sent are kept. `null` clears `description` and `metadata`; `null` or "
         f"`[]` clears `tags`; `name` cannot be cleared. {_LIMITS}"
     ),
+    responses=documented({200: (Memory, "the updated memory")}, *AUTHENTICATED, *WITH_BODY, 404),
 )
 def update(memory_id: str, body: Annotated[MemoryFields, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
@@ -72,9 +78,10 @@ def update(memory_id: str, body: Annotated[MemoryFields, Body()]) -> Response[An
 
 
 @router.delete(
-    "/v1/memories/<memory_id>", summary="Delete a memory", description="Deletes the memory and all its entries; 204."
+    "/v1/memories/<memory_id>", summary="Delete a memory", description="Deletes the memory and all its entries; 204.",
+    responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404),
 )
 def delete(memory_id: str) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     get_container().memories.delete(principal.project_id, memory_id)
-    return Response(status_code=204, content_type="application/json", body="")
+    return no_content()

@@ -1,19 +1,41 @@
-"""The OpenAPI document of the whole HTTP API (both Lambdas plus the local-only routes)."""
+"""The OpenAPI document of the whole HTTP API (both Lambdas plus the local-only routes).
+
+Routes declare their responses (``memory_engine.http.schemas.documented``). Powertools adds a 422
+with its own ``HTTPValidationError`` body to every operation; the API never sends that shape (its
+validation errors are mapped to the SPEC's error body in ``http/app.py``), so the defaults are
+dropped here: a route that can answer 422 declares it with :class:`~memory_engine.http.schemas.ErrorBody`.
+"""
 
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
-from memory_engine.http.app import build_resolver, openapi_document
+from memory_engine.http.app import PUBLIC_PATHS, build_resolver, openapi_document
 from memory_engine.http.routers import api_routers, local_routers, search_routers
+
+_POWERTOOLS_ONLY_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
 
 
 @functools.cache
 def full_openapi_document() -> dict[str, Any]:
     app = build_resolver([*api_routers(), *search_routers(), *local_routers()])
     document = openapi_document(app)
-    document.setdefault("components", {})["securitySchemes"] = {
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            responses = operation["responses"]
+            if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                del responses["422"]
+            if "204" in responses:  # Powertools gives every response a JSON body; a 204 has none
+                responses["204"].pop("content", None)
+            if path in PUBLIC_PATHS:
+                operation["security"] = []
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for name in _POWERTOOLS_ONLY_SCHEMAS:
+        if f'"#/components/schemas/{name}"' not in json.dumps({k: v for k, v in document.items() if k != "components"}):
+            schemas.pop(name, None)
+    document["components"]["securitySchemes"] = {
         "bearer": {"type": "http", "scheme": "bearer", "description": "an API key: Authorization: Bearer me_..."}
     }
     document["security"] = [{"bearer": []}]

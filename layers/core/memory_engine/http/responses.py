@@ -48,3 +48,8 @@ def error_response(error: MemoryEngineError) -> Response[Any]:
 def page(data: list[Any], next_cursor: str | None) -> dict[str, Any]:
     """The SPEC's list shape."""
     return {"data": data, "next_cursor": next_cursor}
+
+
+def no_content() -> Response[Any]:
+    """204: no body, so no Content-Type either (a JSON content type on an empty body is a lie)."""
+    return Response(status_code=204, body="")

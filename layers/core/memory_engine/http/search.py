@@ -13,12 +13,14 @@ from memory_engine.domain.auth import Scope
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
+from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, SearchResponseBody, documented
 from memory_engine.services.search_knowledge import search_knowledge
 
 router = Router()
 
 
-@router.post("/v1/knowledge/search")
+@router.post("/v1/knowledge/search", summary="Search memories and documents (hybrid retrieval)",
+             responses=documented({200: (SearchResponseBody, "ranked results")}, *AUTHENTICATED, *WITH_BODY))
 def search(body: Annotated[SearchRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.READ)
     container = get_container()

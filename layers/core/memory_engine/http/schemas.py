@@ -1,0 +1,175 @@
+"""What the HTTP API answers, as pydantic models, so the OpenAPI document tells the truth.
+
+Routes declare their responses with :func:`documented`: the success model(s) per status code and
+the error statuses they can answer, all of them with the SPEC's error shape
+``{"error": {"code", "message", "details"}}`` (:class:`ErrorBody`). The models describe the wire
+shape the routes already produce; they are documentation, not a second serializer.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel, Field
+
+from memory_engine.domain.documents import Document
+from memory_engine.domain.entries import Memory, MemoryEntry
+from memory_engine.domain.search_models import EpisodeResult, SearchResult
+from memory_engine.services.ingestion.documents import BatchItem
+
+# --- errors ---
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="stable, machine-readable (e.g. `validation_error`, `not_found`)")
+    message: str = Field(description="for people; never database text or server paths")
+    details: Any = Field(None, description="e.g. one `{field, message, type}` per invalid field; may be null")
+
+
+class ErrorBody(BaseModel):
+    """Every error the API answers, whatever the status."""
+
+    error: ErrorDetail
+
+
+#: The description of each error status, as the API uses it.
+ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "malformed request (e.g. a body that is not JSON)",
+    401: "missing, malformed, unknown or revoked API key",
+    403: "the key lacks the scope this route needs",
+    404: "no such resource in the key's project (another project's id is 404, never 403)",
+    409: "the resource's state forbids the change",
+    413: "a body, field or metadata over its documented limit",
+    422: "a field fails validation (`details` names each field)",
+    503: "a backing service (database, embedding model) is unavailable; retry",
+}
+
+#: Every authenticated route can answer these.
+AUTHENTICATED = (401, 403, 503)
+#: ... and routes that take a JSON body these.
+WITH_BODY = (400, 413, 422)
+
+
+# --- successes ---
+
+
+class MemoryPage(BaseModel):
+    data: list[Memory]
+    next_cursor: str | None
+
+
+class MemoryEntryPage(BaseModel):
+    data: list[MemoryEntry]
+    next_cursor: str | None
+
+
+class DocumentPage(BaseModel):
+    data: list[Document]
+    next_cursor: str | None
+
+
+class EntryWriteResult(MemoryEntry):
+    """The entry written (or the existing one, when skipped) and what the funnel did."""
+
+    action: Literal["created", "skipped", "merged", "superseded"]
+    superseded_entry_id: str | None = Field(None, description="present when `action` is `superseded`")
+
+
+class SearchResponseBody(BaseModel):
+    results: list[SearchResult]
+    context: str | None = Field(None, description="with `render: true`: the `<knowledge>` block (`\"\"` when empty)")
+    degraded: list[str] | None = Field(None, description="signals that could not run (e.g. `vector` when the "
+                                                         "embedding model is down); absent when all ran")
+    episodes: list[EpisodeResult] | None = Field(None, description="with `include: [\"episodes\"]`")
+
+
+class DocumentBatchResult(BaseModel):
+    results: list[BatchItem] = Field(description="one per item, in the order sent")
+    created: int
+    unchanged: int
+    rejected: int
+
+
+class DocumentStatusView(BaseModel):
+    status: Literal["pending", "processing", "ready", "failed"]
+    total_pages: int | None
+    total_chunks: int | None
+    indexed_chunks: int
+    progress: float = Field(ge=0.0, le=1.0)
+    error: str | None
+
+
+class UploadUrl(BaseModel):
+    upload_url: str
+    method: Literal["PUT"]
+    headers: dict[str, str]
+    key: str
+    expires_at: datetime
+
+
+class Embedding(BaseModel):
+    index: int
+    embedding: list[float]
+
+
+class EmbeddingsResponse(BaseModel):
+    model: str
+    dimensions: int
+    data: list[Embedding]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "degraded"]
+    version: str
+    database: bool
+
+
+class ExtractionRunView(BaseModel):
+    id: str
+    status: str
+    attempts: int
+    episode_id: str | None
+    summary: dict[str, Any] | None
+    error: str | None
+
+
+class EventAccepted(BaseModel):
+    id: str
+    message_id: str
+    status: str = Field(description="`queued`; with `wait=true` the delivery's state (`succeeded`, "
+                                    "`dead_lettered`, or still `queued`/`running` at the time limit)")
+    run: ExtractionRunView | None = Field(None, description="with `wait=true`: the extraction run, if one exists")
+
+
+class UploadStored(BaseModel):
+    key: str
+    path: str
+    size: int
+
+
+class OpenAPIDocument(BaseModel):
+    """An OpenAPI 3 document (this one)."""
+
+    openapi: str
+    info: dict[str, Any]
+    paths: dict[str, Any]
+
+
+# --- the ``responses=`` argument of a route ---
+
+
+def documented(
+    successes: dict[int, tuple[type[BaseModel] | None, str]], *errors: int
+) -> dict[int, OpenAPIResponse]:
+    """Powertools' ``responses=`` for a route: each success status with its model (``None``: no body)
+    and each error status with :class:`ErrorBody`."""
+    out: dict[int, dict[str, Any]] = {}
+    for status, (model, description) in successes.items():
+        out[status] = {"description": description}
+        if model is not None:
+            out[status]["content"] = {"application/json": {"model": model}}
+    for status in sorted(set(errors)):
+        out[status] = {"description": ERROR_DESCRIPTIONS[status], "content": {"application/json": {"model": ErrorBody}}}
+    return cast(dict[int, OpenAPIResponse], out)

@@ -1,0 +1,158 @@
+"""Schema-driven fuzzing: every operation of the served OpenAPI document, against a real local
+engine (embedded PostgreSQL, the offline model, the HTTP gateway), authenticated with a real key.
+
+Each generated request (valid and invalid bodies, query strings and path parameters; about half of
+the path parameters are swapped for ids that exist, so the routes get past their 404) must answer
+no 5xx, a documented status code, a JSON content type and a body that matches the documented schema
+for that status (errors included: the SPEC's ``{"error": {...}}``).
+
+Bounded in `make test` (``FUZZ_EXAMPLES`` per operation, default 20, derandomized); `make fuzz`
+runs many more. Failures of all operations are collected and reported together.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.core import NOT_SET
+
+from tests.support.engine import RunningEngine, running_engine
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "20"))
+
+#: Input-validation defects of issue 11 fixed on another branch (wt-a: defects 1-4, 9-10): values the
+#: database cannot hold must be 422 before any SQL. Until that lands, a failure whose text carries one
+#: of these signatures is recorded and reported (the test xfails naming them) instead of failing;
+#: the generated inputs (and ``_hostile``) keep covering them, so the test turns green by itself once
+#: they are fixed. When wt-a is merged, delete this table and the xfail: every failure is then a bug.
+KNOWN_ELSEWHERE = {
+    "cannot contain NUL (0x00) bytes": "issue 11 defect 2 (NUL in strings; wt-a)",
+    "cannot be converted to text": "issue 11 defect 2 (NUL in metadata; wt-a)",
+    "surrogates not allowed": "issue 11 defect 2 (lone surrogates; wt-a)",
+    "Maximum serialization depth": "issue 11 defect 1 (deep metadata; wt-a)",
+    "RecursionError": "issue 11 defect 1 (deep metadata; wt-a)",
+    "out of range": "issue 11 defect 2 (timestamps past year 9999; wt-a)",
+    "File name too long": "issue 11 defect 3 (path segment > 255 bytes; wt-a)",
+}
+
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def _hostile(ids: dict[str, list[str]]) -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
+    """Values generation rarely reaches, aimed at wt-a's defects on purpose:
+    (operation label, what it tests, body, query). Sent after the generated requests (a poison row
+    stored by one of them must not break the generated pass)."""
+    memory = ids["memory_id"][0]
+    return [
+        ("POST /v1/memories", "NUL in a string (defect 2)", {"name": "a\u0000b"}, None),
+        ("POST /v1/memories", "lone surrogate in metadata (defect 2)", {"name": "s", "metadata": {"k": "\ud800"}}, None),
+        ("POST /v1/memory-entries", "timestamp past year 9999 (defect 2)",
+         {"memory_id": memory, "content": "late", "valid_from": "9999-12-31T23:59:59-12:00"}, None),
+        ("POST /v1/knowledge/search", "NUL in the query (defect 2)", {"query": "a\u0000b", "memory_ids": [memory]}, None),
+        ("GET /v1/memories", "NUL in a query parameter (defect 2)", {}, {"tags": "a\u0000"}),
+        ("POST /v1/documents", "path segment over 255 bytes (defect 3)", {"path": "/" + "a" * 300 + ".md", "content": "x"}, None),
+        ("POST /v1/memories", "metadata nested 300 levels (defect 1)", {"name": "deep", "metadata": _nested(300)}, None),
+        ("GET /v1/memories", "a list after a deep-metadata write (defect 1)", {}, None),
+    ]
+
+
+CHECKS = [
+    schemathesis.checks.not_a_server_error,
+    schemathesis.checks.status_code_conformance,
+    schemathesis.checks.content_type_conformance,
+    schemathesis.checks.response_schema_conformance,
+]
+
+
+@pytest.fixture(scope="module")
+def engine(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with running_engine(database_url, tmp_path_factory.mktemp("fuzz-home")) as running:
+        yield running
+
+
+def _seed(engine: RunningEngine, key: str) -> dict[str, list[str]]:
+    """Real ids for the path parameters: a memory with an entry, a ready document, an upload token."""
+    _, memory = engine.call("POST", "/v1/memories", key, {"name": "fuzz", "tags": ["fuzz"], "metadata": {"a": 1}})
+    _, entry = engine.call("POST", "/v1/memory-entries", key, {
+        "memory_id": memory["id"], "content": "Alice works at Acme.", "entities": [{"name": "Alice", "type": "person"}],
+    })
+    _, doc = engine.call("POST", "/v1/documents", key, {"path": "/fuzz/readme.md", "content": "# Fuzz\n\nhello", "wait": True})
+    _, upload = engine.call("POST", "/v1/documents/uploads", key, {"path": "/fuzz/upload.md"})
+    return {
+        "memory_id": [memory["id"]], "entry_id": [entry["id"]], "document_id": [doc["id"]],
+        "token": [upload["upload_url"].rsplit("/", 1)[-1]],
+    }
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    for sub in getattr(error, "exceptions", ()):
+        text += f"\n  - {type(sub).__name__}: {str(sub)[:1500]}"
+    return text[:4000]
+
+
+def test_every_operation_answers_as_documented(engine: RunningEngine) -> None:
+    # Given the document the engine serves, a key with every scope and real ids to aim at
+    key = engine.key("fuzz", "read,write,admin")
+    ids = _seed(engine, key)
+    schema = schemathesis.openapi.from_url(f"{engine.base_url}/v1/openapi.json")
+    headers = {"Authorization": f"Bearer {key}"}
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 20
+    failures: dict[str, str] = {}
+    known: dict[str, str] = {}
+
+    # When each operation is driven with generated valid and invalid requests
+    for operation in operations:
+        strategy = st.one_of(
+            operation.as_strategy(generation_mode=GenerationMode.POSITIVE),
+            operation.as_strategy(generation_mode=GenerationMode.NEGATIVE),
+        )
+
+        @given(case=strategy, data=st.data())
+        @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
+                  phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+        def drive(case: Any, data: Any) -> None:
+            for name in list(case.path_parameters or {}):
+                if name in ids and data.draw(st.booleans(), label=f"real {name}"):
+                    case.path_parameters[name] = data.draw(st.sampled_from(ids[name]))
+            try:
+                case.call_and_validate(base_url=engine.base_url, headers=headers, checks=CHECKS, timeout=60)
+            except (Exception, BaseExceptionGroup) as error:
+                text = _describe(error)
+                defect = next((why for signature, why in KNOWN_ELSEWHERE.items() if signature in text), None)
+                if defect is None:
+                    raise
+                known.setdefault(f"{operation.label}: {defect}", text)
+
+        try:
+            drive()
+        except (Exception, BaseExceptionGroup) as error:  # collect every operation's failures, report them together
+            failures[operation.label] = _describe(error)
+
+    # And the hostile values of issue 11's input-validation defects, on purpose
+    by_label = {operation.label: operation for operation in operations}
+    for label, what, body, query in _hostile(ids):
+        operation = by_label[label]
+        case = operation.Case(body=body if operation.method.upper() != "GET" else NOT_SET, query=query)
+        try:
+            case.call_and_validate(base_url=engine.base_url, headers=headers, checks=CHECKS, timeout=60)
+        except (Exception, BaseExceptionGroup):
+            known.setdefault(f"{label}: {what}; wt-a", "")
+
+    # Then none answered a 5xx or anything the document does not describe
+    assert not failures, "\n\n".join(f"== {label}\n{text}" for label, text in failures.items())
+    if known:
+        pytest.xfail("only defects fixed on another branch remain:\n" + "\n".join(sorted(known)))
