@@ -99,6 +99,37 @@ def model_throughput(texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - began)
 
 
+def session_comparison(texts: list[str], workers: int = 2) -> dict[str, float]:
+    """Documents per second, one text per call as the embed step of a small document makes them:
+    one session using the default intra-op threads called from one thread, against 1-thread
+    sessions called from ``workers`` threads at once (what the local ingestion workers do)."""
+    from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+
+    def rate(embedder: OnnxMiniLMEmbedder, threads: int) -> float:
+        embedder.embed_documents(texts[:2])
+        queue = list(texts)
+        lock = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    text = queue.pop()
+                embedder.embed_documents([text])
+
+        began = time.perf_counter()
+        pool = [threading.Thread(target=work) for _ in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        return len(texts) / (time.perf_counter() - began)
+
+    return {"one_default_session": round(rate(OnnxMiniLMEmbedder(), 1), 2),
+            f"{workers}_one_thread_sessions": round(rate(OnnxMiniLMEmbedder(threads=1), workers), 2)}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -208,12 +239,17 @@ def main() -> int:
     parser.add_argument("--url", default=None)
     parser.add_argument("--key", default=os.environ.get("MEMORY_ENGINE_API_KEY"))
     parser.add_argument("--engine-args", default="", help="extra arguments for `memory-engine dev`")
+    parser.add_argument("--sessions", action="store_true",
+                        help="only compare one default model session with 1-thread sessions in parallel, and exit")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not args.corpus.exists():
         print(f"error: {args.corpus} not found", file=sys.stderr)
         return 2
     docs = load_corpus(args.corpus, args.limit)
+    if args.sessions:
+        print(json.dumps(session_comparison([d["content"] for d in docs[: args.model_sample]])))
+        return 0
     broken = broken_documents(round(len(docs) * args.broken)) if args.broken else []
     everything: list[dict[str, Any]] = docs + broken
     random.Random(11).shuffle(everything)
