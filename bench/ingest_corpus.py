@@ -99,10 +99,11 @@ def model_throughput(texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - began)
 
 
-def session_comparison(texts: list[str], workers: int = 2) -> dict[str, float]:
-    """Documents per second, one text per call as the embed step of a small document makes them:
-    one session using the default intra-op threads called from one thread, against 1-thread
-    sessions called from ``workers`` threads at once (what the local ingestion workers do)."""
+def session_comparison(texts: list[str], queries: list[str], workers: int = 2) -> dict[str, Any]:
+    """Documents per second, one text per call as the embed step of a small document makes them,
+    and query latency: one session using the default intra-op threads with onnxruntime's spinning
+    on (its default) and off (the engine's setting), against 1-thread sessions called from
+    ``workers`` threads at once (what the local ingestion workers do)."""
     from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 
     def rate(embedder: OnnxMiniLMEmbedder, threads: int) -> float:
@@ -126,8 +127,21 @@ def session_comparison(texts: list[str], workers: int = 2) -> dict[str, float]:
             t.join()
         return len(texts) / (time.perf_counter() - began)
 
-    return {"one_default_session": round(rate(OnnxMiniLMEmbedder(), 1), 2),
-            f"{workers}_one_thread_sessions": round(rate(OnnxMiniLMEmbedder(threads=1), workers), 2)}
+    def query_ms(embedder: OnnxMiniLMEmbedder) -> tuple[float, float]:
+        took = []
+        for query in queries:
+            began = time.perf_counter()
+            embedder.embed_query(query)
+            took.append((time.perf_counter() - began) * 1000)
+        return round(pct(took, 0.5), 1), round(pct(took, 0.95), 1)
+
+    out: dict[str, Any] = {}
+    for label, spinning in (("spinning", True), ("no_spinning", False)):
+        embedder = OnnxMiniLMEmbedder(spinning=spinning, query_cache_size=0)
+        out[f"default_session_{label}_docs_per_s"] = round(rate(embedder, 1), 2)
+        out[f"default_session_{label}_query_ms_p50_p95"] = query_ms(embedder)
+    out[f"{workers}_one_thread_sessions_docs_per_s"] = round(rate(OnnxMiniLMEmbedder(threads=1), workers), 2)
+    return out
 
 
 def _free_port() -> int:
@@ -248,7 +262,8 @@ def main() -> int:
         return 2
     docs = load_corpus(args.corpus, args.limit)
     if args.sessions:
-        print(json.dumps(session_comparison([d["content"] for d in docs[: args.model_sample]])))
+        queries = [f"what is known about {d['content'].splitlines()[0][:80]}" for d in docs[:100]]
+        print(json.dumps(session_comparison([d["content"] for d in docs[: args.model_sample]], queries)))
         return 0
     broken = broken_documents(round(len(docs) * args.broken)) if args.broken else []
     everything: list[dict[str, Any]] = docs + broken

@@ -49,11 +49,13 @@ class OnnxMiniLMEmbedder(Embedder):
         *,
         threads: int | None = None,
         query_cache_size: int = 1024,
+        spinning: bool = False,
     ) -> None:
         super().__init__(query_cache_size=query_cache_size)
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         self._threads = threads
+        self._spinning = spinning
         self._session: Any = None
         self._tokenizer: Any = None
         self._load_lock = threading.Lock()
@@ -79,7 +81,7 @@ class OnnxMiniLMEmbedder(Embedder):
             # Idle intra-op threads sleep instead of spinning: on a small machine the spinning threads
             # took the cores PostgreSQL and the other requests needed (2 cores under load, one text per
             # call: 7.1 -> 12.3 docs/s, query p50 16.0 -> 8.5 ms; docs/embeddings.md).
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._spinning else "0")
             session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
             self._tokenizer, self._session = tokenizer, session
 
