@@ -187,3 +187,20 @@ def test_structured_fields_round_trip_and_are_validated(api: ApiClient) -> None:
     assert [(e["name"], e["role"]) for e in put["entities"]] == [("Porto", "mention")]
     assert api.put(f"/v1/memory-entries/{entry['id']}", {"confidence": None}).status == 422
     assert api.put(f"/v1/memory-entries/{entry['id']}", {"content": "z" * 8001}).status == 413
+
+
+def test_an_entry_lists_its_entities_in_the_same_order_when_read_and_when_found(api: ApiClient) -> None:
+    # Given an entry with a subject, an object and two mentions (names chosen so that role order and
+    # name order disagree)
+    memory = _memory(api, "entity-order")
+    created = _write(api, memory["id"], "Zoe lent Bruno the Aalto vase at Kyoto.", subject="Zoe", predicate="lent",
+                     object="Bruno", entities=[{"name": "Zoe", "type": "person"}, {"name": "Bruno", "type": "person"},
+                                               {"name": "Kyoto", "type": "place"}, {"name": "Aalto vase"}])
+    assert created.status == 201, created.json
+    expected = [("Zoe", "subject"), ("Bruno", "object"), ("Aalto vase", "mention"), ("Kyoto", "mention")]
+    # Then the write, the read, the list and a search answer the same order
+    read = api.get(f"/v1/memory-entries/{created.json['id']}").json
+    listed = api.get("/v1/memory-entries", params={"memory_id": memory["id"]}).json["data"][0]
+    found = api.post("/v1/knowledge/search", {"query": "who lent the vase", "memory_ids": [memory["id"]]}).json
+    for entry in (created.json, read, listed, found["results"][0]):
+        assert [(e["name"], e["role"]) for e in entry["entities"]] == expected

@@ -30,13 +30,15 @@ _PLAIN = (
     " source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
     " invalidated_at, superseded_by_entry_id, invalidation_reason, created_at, updated_at"
 )
-_ENTITIES_OF = (
+#: An entry's entities as the API lists them everywhere (the entry, lists, search results):
+#: subject, object, mention, then by name. Format with the entry table's ``alias``.
+ENTITIES_OF = (
     "(SELECT coalesce(json_agg(json_build_object('name', n.display_name, 'type', n.type, 'role', l.role)"
     " ORDER BY array_position(ARRAY['subject','object','mention'], l.role), n.name), '[]'::json)"
     " FROM entry_entities l JOIN entities n ON n.id = l.entity_id WHERE l.entry_id = {alias}.id)"
 )
 #: The entry as the API returns it, from table alias ``e``.
-ENTRY_SELECT = ", ".join(f"e.{c.strip()}" for c in _PLAIN.split(",")) + ", " + _ENTITIES_OF.format(alias="e") + " AS entities"
+ENTRY_SELECT = ", ".join(f"e.{c.strip()}" for c in _PLAIN.split(",")) + ", " + ENTITIES_OF.format(alias="e") + " AS entities"
 
 _INSERT_COLUMNS = (
     "id, project_id, memory_id, content, source_type, tags, metadata, embedding, subject, predicate, object,"

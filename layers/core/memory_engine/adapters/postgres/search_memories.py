@@ -12,6 +12,7 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres.entries import ENTITIES_OF
 from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKeys, SignalQuery
 
 SOURCE: Final = "memory"
@@ -272,10 +273,7 @@ ROW_COLUMNS = (
     " e.predicate, e.object, e.confidence, e.source_quote, e.source_type, e.invalidated_at,"
     " CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL THEN NULL"
     " ELSE 1 - (e.embedding <=> %(embedding)s::vector) END AS similarity,"
-    " coalesce((SELECT jsonb_agg(jsonb_build_object('name', en.display_name, 'type', en.type, 'role', ee.role)"
-    "   ORDER BY ee.role <> 'subject', ee.role, en.display_name)"
-    "   FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id AND en.project_id = e.project_id"
-    "   WHERE ee.entry_id = e.id), '[]'::jsonb) AS entities"
+    f" {ENTITIES_OF.format(alias='e')} AS entities"  # the one listing the entry routes use
 )
 
 
