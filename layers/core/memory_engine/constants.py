@@ -17,6 +17,8 @@ ENV_CHAT_MODEL = "CHAT_MODEL"
 ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
 ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
 ENV_AWS_REGION = "AWS_REGION"
+#: Seconds an authenticated API key is cached per process (revocation takes effect within it).
+ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
 
 # --- AWS-only environment variables (set by the CDK app on each function) ---
 ENV_DATABASE_SECRET_ARN = "DATABASE_SECRET_ARN"  # Secrets Manager secret with host/port/dbname/username
