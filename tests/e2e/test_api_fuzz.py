@@ -26,23 +26,6 @@ from tests.support.engine import RunningEngine, running_engine
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "20"))
 
-#: Input-validation defects of issue 11 fixed on another branch (wt-a: defects 1-4, 9-10): values the
-#: database cannot hold must be 422 before any SQL. Until that lands, a failure whose text carries one
-#: of these signatures is recorded and reported (the test xfails naming them) instead of failing;
-#: the generated inputs (and ``_hostile``) keep covering them, so the test turns green by itself once
-#: they are fixed. When wt-a is merged, delete this table and the xfail: every failure is then a bug.
-KNOWN_ELSEWHERE = {
-    "cannot contain NUL (0x00) bytes": "issue 11 defect 2 (NUL in strings; wt-a)",
-    "cannot be converted to text": "issue 11 defect 2 (NUL in metadata; wt-a)",
-    "surrogates not allowed": "issue 11 defect 2 (lone surrogates; wt-a)",
-    "Maximum serialization depth": "issue 11 defect 1 (deep metadata; wt-a)",
-    "RecursionError": "issue 11 defect 1 (deep metadata; wt-a)",
-    "out of range": "issue 11 defect 2 (timestamps past year 9999; wt-a)",
-    "File name too long": "issue 11 defect 3 (path segment > 255 bytes; wt-a)",
-}
-
-
-
 def _nested(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {"leaf": 1}
     for _ in range(depth):
@@ -51,7 +34,7 @@ def _nested(depth: int) -> dict[str, Any]:
 
 
 def _hostile(ids: dict[str, list[str]]) -> list[tuple[str, str, dict[str, Any], dict[str, Any] | None]]:
-    """Values generation rarely reaches, aimed at wt-a's defects on purpose:
+    """Values generation rarely reaches, aimed at issue 11's input-validation defects on purpose:
     (operation label, what it tests, body, query). Sent after the generated requests (a poison row
     stored by one of them must not break the generated pass)."""
     memory = ids["memory_id"][0]
@@ -112,7 +95,6 @@ def test_every_operation_answers_as_documented(engine: RunningEngine) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20
     failures: dict[str, str] = {}
-    known: dict[str, str] = {}
 
     # When each operation is driven with generated valid and invalid requests
     for operation in operations:
@@ -128,14 +110,7 @@ def test_every_operation_answers_as_documented(engine: RunningEngine) -> None:
             for name in list(case.path_parameters or {}):
                 if name in ids and data.draw(st.booleans(), label=f"real {name}"):
                     case.path_parameters[name] = data.draw(st.sampled_from(ids[name]))
-            try:
-                case.call_and_validate(base_url=engine.base_url, headers=headers, checks=CHECKS, timeout=60)
-            except (Exception, BaseExceptionGroup) as error:
-                text = _describe(error)
-                defect = next((why for signature, why in KNOWN_ELSEWHERE.items() if signature in text), None)
-                if defect is None:
-                    raise
-                known.setdefault(f"{operation.label}: {defect}", text)
+            case.call_and_validate(base_url=engine.base_url, headers=headers, checks=CHECKS, timeout=60)
 
         try:
             drive()
@@ -149,10 +124,8 @@ def test_every_operation_answers_as_documented(engine: RunningEngine) -> None:
         case = operation.Case(body=body if operation.method.upper() != "GET" else NOT_SET, query=query)
         try:
             case.call_and_validate(base_url=engine.base_url, headers=headers, checks=CHECKS, timeout=60)
-        except (Exception, BaseExceptionGroup):
-            known.setdefault(f"{label}: {what}; wt-a", "")
+        except (Exception, BaseExceptionGroup) as error:
+            failures[f"{label}: {what}"] = _describe(error)
 
     # Then none answered a 5xx or anything the document does not describe
     assert not failures, "\n\n".join(f"== {label}\n{text}" for label, text in failures.items())
-    if known:
-        pytest.xfail("only defects fixed on another branch remain:\n" + "\n".join(sorted(known)))

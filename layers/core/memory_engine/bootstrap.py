@@ -103,7 +103,7 @@ class Container:
     def authenticator(self) -> Any:
         from memory_engine.services.keys import Authenticator
 
-        return Authenticator(self.projects)
+        return Authenticator(self.projects, ttl_seconds=self.settings.resolved_key_cache_seconds)
 
     # --- memories and the write funnel (issue 3): add cached_properties below this line ---
     @cached_property

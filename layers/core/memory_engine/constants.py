@@ -18,6 +18,8 @@ ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
 ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
 ENV_AWS_REGION = "AWS_REGION"
 ENV_INGEST_WORKERS = "INGEST_WORKERS"  # local shape: ingestion runs in flight at once (default: sized to the machine)
+#: Seconds an authenticated API key is cached per process (revocation takes effect within it).
+ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
 
 # --- AWS-only environment variables (set by the CDK app on each function) ---
 ENV_DATABASE_SECRET_ARN = "DATABASE_SECRET_ARN"  # Secrets Manager secret with host/port/dbname/username

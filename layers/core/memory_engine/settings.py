@@ -29,6 +29,10 @@ class Runtime(str, Enum):
     AWS = "aws"
 
 
+#: How long an authenticated key is cached per process, by runtime: revoking a key takes effect
+#: within this many seconds (locally `keys revoke` runs in another process than the server).
+KEY_CACHE_DEFAULTS: dict[Runtime, float] = {Runtime.LOCAL: 5.0, Runtime.AWS: 30.0}
+
 #: Each provider's default model and dimension.
 EMBEDDING_DEFAULTS: dict[EmbeddingProvider, tuple[str, int]] = {
     EmbeddingProvider.LOCAL: ("all-MiniLM-L6-v2-int8", 384),
@@ -76,11 +80,17 @@ class Settings(BaseSettings):
     state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_STATE_MACHINE_ARN))
     ingest_workers: int | None = Field(None, ge=1, le=64, validation_alias=_env(c.ENV_INGEST_WORKERS))
     express_state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_EXPRESS_STATE_MACHINE_ARN))
+    key_cache_seconds: float | None = Field(None, ge=0, le=3600, validation_alias=_env(c.ENV_KEY_CACHE_SECONDS))
 
     @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def resolved_key_cache_seconds(self) -> float:
+        """The authenticator's cache TTL: the setting, else 5 s locally and 30 s on AWS."""
+        return self.key_cache_seconds if self.key_cache_seconds is not None else KEY_CACHE_DEFAULTS[self.runtime]
 
     @property
     def resolved_embedding_model(self) -> str:

@@ -53,7 +53,8 @@ def _bar(doc: Any, width: int = 30) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from memory_engine.cli._common import local_container
-    from memory_engine.services.ingestion.documents import normalize_path
+    from memory_engine.domain.documents import normalize_path
+    from memory_engine.domain.validation import project_name
 
     source: Path = args.source
     if source.is_dir():
@@ -64,11 +65,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         path = normalize_path(args.path or source.name)
+        project_name(args.project)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with local_container() as container:
         if not args.wait:
+            # the drop folder only takes folders of existing projects: this command names it explicitly
+            container.projects.get_or_create_project(args.project)
             target = container.settings.drop_dir / args.project / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(target.name + ".part")

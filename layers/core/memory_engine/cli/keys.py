@@ -8,6 +8,7 @@ from typing import Any
 
 from memory_engine.cli._common import local_container
 from memory_engine.domain.auth import parse_scopes
+from memory_engine.domain.validation import project_name
 from memory_engine.services.keys import create_api_key, revoke_api_key
 
 
@@ -29,6 +30,7 @@ def register(sub: Any) -> None:
 def run_create(args: argparse.Namespace) -> int:
     try:
         scopes = parse_scopes(args.scopes)
+        project_name(args.project)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

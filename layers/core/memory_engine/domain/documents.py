@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory_engine.domain.validation import StoredJson, document_path
+
 #: Files over this size end `failed` (TooLarge) before any extraction work.
 MAX_DOCUMENT_BYTES = 50 * 1024 * 1024
 #: PDFs with more pages than this end `failed` (TooLarge).
@@ -24,6 +26,13 @@ EMBED_BATCH_SIZE = 32
 MAX_TEXT_CHARS = 5_000_000
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 200
+
+
+def normalize_path(path: str) -> str:
+    """The one path rule of every entry point (``POST /v1/documents``, upload URLs, the drop
+    folder, S3 object keys): ``"a/b.md"`` -> ``"/a/b.md"``. Raises ValueError saying what is
+    wrong (see :func:`memory_engine.domain.validation.document_path` for the rule)."""
+    return document_path(path)
 
 
 class ChunkStrategy(str, Enum):
@@ -82,7 +91,7 @@ class Document(BaseModel):
     source_bucket: str | None = None
     source_key: str | None = None
     tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
+    metadata: StoredJson | None = None
     chunk_strategy: ChunkStrategy
     chunk_size: int
     chunk_overlap: int

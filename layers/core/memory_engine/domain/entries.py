@@ -7,11 +7,19 @@ is a stored row as the API returns it; ``Memory`` is the container.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory_engine.domain.validation import (
+    JsonObject,
+    StoredJson,
+    Text,
+    Timestamp,
+    storable_datetime,
+    validity_window_problem,
+)
 from memory_engine.errors import InvalidInput, PayloadTooLarge
 
 #: The longest fact we store, in characters. Longer content is 413: an entry is one atomic fact.
@@ -36,8 +44,8 @@ CONTEXT_TURN_CHARS = 1_000
 SourceType = Literal["manual", "agent", "extraction", "orchestration"]
 EntityRole = Literal["subject", "object", "mention"]
 
-Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
-ShortText = Annotated[str, Field(max_length=MAX_FIELD_CHARS)]
+Tag = Annotated[Text, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+ShortText = Annotated[Text, Field(max_length=MAX_FIELD_CHARS)]
 
 
 def clean_tags(tags: list[str] | None) -> list[str]:
@@ -92,8 +100,8 @@ class EntityRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=MAX_ENTITY_NAME_CHARS)
-    type: str | None = Field(None, max_length=64)
+    name: Text = Field(min_length=1, max_length=MAX_ENTITY_NAME_CHARS)
+    type: Text | None = Field(None, max_length=64)
 
     @field_validator("name")
     @classmethod
@@ -121,24 +129,24 @@ class NewEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    memory_id: str = Field(min_length=1, max_length=64)
-    content: str
+    memory_id: Text = Field(min_length=1, max_length=64)
+    content: Text
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     source_type: SourceType = "manual"
     subject: ShortText | None = None
     predicate: ShortText | None = None
     object: ShortText | None = None
     entities: list[EntityRef] = Field(default_factory=list, max_length=MAX_ENTITIES)
     confidence: float = Field(1.0, ge=0.0, le=1.0)
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    source_quote: str | None = Field(None, max_length=MAX_QUOTE_CHARS)
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
     #: What surrounds the fact in its source, e.g. the turn before it: indexed for keyword search
     #: at half weight and embedded with the fact, never returned as its content. When it is None
     #: and ``source_conversation_id`` is set, the write takes the conversation's previous entry in
     #: this memory (``"<subject>: <content>"``); extraction writes self-contained facts without it.
-    context: str | None = Field(None, max_length=MAX_CONTEXT_CHARS)
+    context: Text | None = Field(None, max_length=MAX_CONTEXT_CHARS)
     source_conversation_id: ShortText | None = None
     source_generation_id: ShortText | None = None
     source_event_id: ShortText | None = None
@@ -158,23 +166,18 @@ class NewEntry(BaseModel):
     def _none_entities(cls, value: Any) -> Any:
         return [] if value is None else value
 
-    @field_validator("valid_from", "valid_to")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        return as_utc(value)
-
     @model_validator(mode="after")
     def _validity_window(self) -> NewEntry:
-        if self.valid_from and self.valid_to and self.valid_to < self.valid_from:
-            raise ValueError("valid_to must not be before valid_from")
+        problem = validity_window_problem(self.valid_from, self.valid_to)
+        if problem:
+            raise ValueError(problem)
         return self
 
 
 def as_utc(value: datetime | None) -> datetime | None:
-    """A timestamp without a zone is taken as UTC (never as the database server's local time)."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
+    """A timestamp without a zone is taken as UTC (never as the database server's local time).
+    Raises ValueError outside the years PostgreSQL and Python both hold (see ``domain.validation``)."""
+    return storable_datetime(value) if value is not None else None
 
 
 class MemoryEntry(BaseModel):
@@ -186,7 +189,7 @@ class MemoryEntry(BaseModel):
     content: str
     source_type: SourceType
     tags: list[str]
-    metadata: dict[str, Any] | None
+    metadata: StoredJson | None
     subject: str | None
     predicate: str | None
     object: str | None
@@ -223,6 +226,6 @@ class Memory(BaseModel):
     name: str
     description: str | None
     tags: list[str]
-    metadata: dict[str, Any] | None
+    metadata: StoredJson | None
     created_at: datetime
     updated_at: datetime

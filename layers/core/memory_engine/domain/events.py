@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_engine import constants as c
+from memory_engine.domain.validation import Text, Timestamp
 
 #: Roles whose text goes into the transcript (system and tool messages are kept in the episode's
 #: ``messages`` but never mined for facts: they hold instructions and tool output, not the conversation).
@@ -36,8 +37,8 @@ class TurnMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Literal["user", "assistant", "system", "tool"]
-    content: str = Field(max_length=MAX_MESSAGE_CHARS)
-    name: str | None = Field(None, min_length=1, max_length=128)
+    content: Text = Field(max_length=MAX_MESSAGE_CHARS)
+    name: Text | None = Field(None, min_length=1, max_length=128)
 
 
 class ExtractionOptions(BaseModel):
@@ -47,8 +48,8 @@ class ExtractionOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: str | None = Field(None, min_length=1, max_length=MAX_PROMPT_CHARS)
-    model: str | None = Field(None, min_length=1, max_length=256)
+    prompt: Text | None = Field(None, min_length=1, max_length=MAX_PROMPT_CHARS)
+    model: Text | None = Field(None, min_length=1, max_length=256)
 
 
 class TurnCompletedDetail(BaseModel):
@@ -56,11 +57,11 @@ class TurnCompletedDetail(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    project_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    memory_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    conversation_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    turn_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
-    occurred_at: datetime
+    project_id: Text = Field(min_length=1, max_length=MAX_ID_CHARS)
+    memory_id: Text = Field(min_length=1, max_length=MAX_ID_CHARS)
+    conversation_id: Text = Field(min_length=1, max_length=MAX_ID_CHARS)
+    turn_id: Text = Field(min_length=1, max_length=MAX_ID_CHARS)
+    occurred_at: Timestamp
     messages: list[TurnMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     extract: bool = True
     extraction: ExtractionOptions | None = None
@@ -95,14 +96,14 @@ class TurnCompletedEvent(BaseModel):
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    version: str = "0"
-    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    version: Text = "0"
+    id: Text = Field(min_length=1, max_length=MAX_ID_CHARS)
     detail_type: Literal["turn.completed"] = Field(alias="detail-type")
-    source: str = Field(min_length=1, max_length=256)
-    account: str = ""
-    time: datetime | None = None
-    region: str = ""
-    resources: list[str] = Field(default_factory=list)
+    source: Text = Field(min_length=1, max_length=256)
+    account: Text = ""
+    time: Timestamp | None = None
+    region: Text = ""
+    resources: list[Text] = Field(default_factory=list)
     detail: TurnCompletedDetail
 
     @field_validator("time")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory_engine.domain.search_config import Signal
+from memory_engine.domain.validation import StoredJson, Text, Timestamp
 
 SourceType = Literal["memory", "document"]
 #: Identifies one result across both sources.
@@ -19,7 +20,7 @@ MAX_QUERY_CHARS = 8_000
 MAX_LIMIT = 100
 MAX_FILTER_VALUES = 200
 
-_Str = Annotated[str, Field(min_length=1, max_length=1_000)]
+_Str = Annotated[Text, Field(min_length=1, max_length=1_000)]
 
 
 class SearchRequest(BaseModel):
@@ -27,7 +28,7 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str | None = Field(None, max_length=MAX_QUERY_CHARS)
+    query: Text | None = Field(None, max_length=MAX_QUERY_CHARS)
     query_embedding: list[float] | None = Field(None, min_length=1, max_length=16_000)
     memory_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     memory_tags: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
@@ -36,7 +37,7 @@ class SearchRequest(BaseModel):
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     min_score: float | None = None
     min_confidence: float = Field(0.5, ge=0.0, le=1.0)
-    as_of: datetime | None = None
+    as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
     include: list[Literal["raw", "episodes"]] = Field(default_factory=list)
     render: bool = False
@@ -45,12 +46,6 @@ class SearchRequest(BaseModel):
     @classmethod
     def _blank_query_is_none(cls, value: str | None) -> str | None:
         return value if value is not None and value.strip() else None
-
-    @field_validator("as_of")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        # A naive timestamp is read as UTC, the way the database stores timestamptz.
-        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @property
     def has_query(self) -> bool:
@@ -92,7 +87,7 @@ class MemoryResult(_Result):
     memory_id: str
     memory_name: str
     tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
+    metadata: StoredJson | None = None
     entities: list[EntityLink] = Field(default_factory=list)
     valid_from: datetime | None = None
     valid_to: datetime | None = None
@@ -121,7 +116,7 @@ class DocumentResult(_Result):
     page: int | None = None
     chunk_index: int
     tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] | None = None
+    metadata: StoredJson | None = None
 
 
 SearchResult = Annotated[MemoryResult | DocumentResult, Field(discriminator="source_type")]

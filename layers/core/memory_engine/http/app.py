@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -18,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from memory_engine import __version__
 from memory_engine.bootstrap import get_container
+from memory_engine.domain.validation import MAX_BODY_DEPTH, json_text_too_deep, text_problem
 from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound
 from memory_engine.http.auth import current_principal
 from memory_engine.http.responses import dumps, error_response
@@ -29,6 +31,8 @@ API_TITLE = "memory-engine"
 
 #: Routes that need no API key.
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
+#: Routes whose URL carries its own credential (a signed upload token, like a presigned S3 URL).
+TOKEN_PATH_PREFIXES = ("/v1/local-uploads/",)
 
 
 class EngineResolver(APIGatewayHttpResolver):
@@ -40,24 +44,47 @@ class EngineResolver(APIGatewayHttpResolver):
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         event = _json_by_default(event)
         path = event.get("rawPath") or event.get("requestContext", {}).get("http", {}).get("path", "")
-        if path not in PUBLIC_PATHS:
+        if path not in PUBLIC_PATHS and not path.startswith(TOKEN_PATH_PREFIXES):
             headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
             try:
                 principal = get_container().authenticator.authenticate(headers.get("authorization"))
+                _check_request_values(event, path)
             except MemoryEngineError as error:
-                return {
-                    "statusCode": error.status,
-                    "headers": {"Content-Type": "application/json"},
-                    "body": dumps(error.to_body()),
-                    "isBase64Encoded": False,
-                    "cookies": [],
-                }
+                return _error_result(error)
             token = current_principal.set(principal)
             try:
                 return super().resolve(event, context)
             finally:
                 current_principal.reset(token)
         return super().resolve(event, context)
+
+
+def _error_result(error: MemoryEngineError) -> dict[str, Any]:
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": "application/json"},
+        "body": dumps(error.to_body()),
+        "isBase64Encoded": False,
+        "cookies": [],
+    }
+
+
+def _check_request_values(event: Mapping[str, Any], path: str) -> None:
+    """Path and query values must be text PostgreSQL can hold, and a JSON body must not nest deeper
+    than ``MAX_BODY_DEPTH`` (parsing one a thousand levels deep is what fails): InvalidInput (422)
+    naming the part, before any route runs. Body fields get the same rules from their models."""
+    problem = text_problem(unquote(path))
+    if problem:
+        raise InvalidInput(f"the request path {problem}", details=[{"field": "path", "message": problem}])
+    for name, value in (event.get("queryStringParameters") or {}).items():
+        problem = text_problem(str(name)) or text_problem(str(value))
+        if problem:
+            raise InvalidInput(f"query parameter {str(name)!r} {problem}",
+                               details=[{"field": str(name), "message": problem}])
+    body = event.get("body")
+    if isinstance(body, str) and not event.get("isBase64Encoded") and json_text_too_deep(body):
+        raise InvalidInput(f"the request body nests deeper than {MAX_BODY_DEPTH} levels",
+                           details=[{"field": "body", "limit": MAX_BODY_DEPTH}])
 
 
 def _json_by_default(event: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -45,9 +45,13 @@ _WAIT = (f"`wait: true` blocks until the document leaves `processing`, at most {
          "(then answers with the current state; poll `/status`).")
 
 
+_PATHS = ("`path`: non-empty segments, none `.`, `..` or hidden (leading `.`), each at most 255 bytes of UTF-8, "
+          "no control characters (422); `metadata` nested at most 32 levels (422). See docs/limits.md.")
+
+
 @router.post("/v1/documents", summary="Create a document from text",
              description="Ingestion runs in the background; 201 when a run started, 200 when the same text is "
-                         f"already at that path (no-op). `chunk_strategy` defaults to `whole`. {_WAIT}",
+                         f"already at that path (no-op). `chunk_strategy` defaults to `whole`. {_WAIT} {_PATHS}",
              responses=documented({201: (Document, "created; ingestion started"),
                                    200: (Document, "the same text is already at that path")},
                                   *AUTHENTICATED, *WITH_BODY))
@@ -79,21 +83,22 @@ def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
 
 @router.post("/v1/documents/uploads", summary="Get an upload URL",
              description="A presigned S3 PUT URL for `projects/<project_id>/<path>` on AWS; locally a URL on the "
-                         "local server that writes the body into the drop folder. PUT the bytes with the returned "
-                         "`headers`; the upload starts ingestion (`chunk_strategy` defaults to `page`).",
+                         "local server (a signed token, HMAC-SHA256) that writes the body into the drop folder. Either "
+                         "way the URL alone authorizes one upload of that path until `expires_at` (1 hour): PUT the "
+                         "bytes with the returned `headers` (never an API key); the upload starts ingestion "
+                         "(`chunk_strategy` defaults to `page`). A document whose URL expires unused ends `failed`. "
+                         f"{_PATHS}",
              responses=documented({201: (UploadUrl, "where and how to PUT the file")}, *AUTHENTICATED, *WITH_BODY))
 def upload(body: Annotated[UploadRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     presigned = prepare_upload(get_container().ingestion_ports, principal.project_id, body)
     headers = dict(presigned.headers)
     url = presigned.url
-    if url.startswith("/"):  # the local store: a route on this server, authorized by the caller's key
+    if url.startswith("/"):  # the local store: a route on this server; its signed token is the credential
         event = router.current_event
         host = event.headers.get("host") or event.raw_event["requestContext"]["domainName"]
         scheme = event.headers.get("x-forwarded-proto", "http")
         url = f"{scheme}://{host}{url}"
-        if event.headers.get("authorization"):
-            headers["Authorization"] = event.headers["authorization"]
     return json_response({"upload_url": url, "method": presigned.method, "headers": headers, "key": presigned.key,
                           "expires_at": presigned.expires_at}, 201)
 

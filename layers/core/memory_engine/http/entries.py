@@ -28,8 +28,9 @@ router = Router()
 
 _LIMITS = (
     f"Limits: `content` is one atomic fact, non-blank (422), at most {MAX_CONTENT_CHARS:,} characters (413 beyond); "
-    "up to 50 `tags` of 1..128 characters (422); `metadata` a JSON object or null, at most 16 KB (413); up to 20 "
-    "`entities` `{name, type}`; `confidence` 0..1 (422)."
+    "up to 50 `tags` of 1..128 characters (422); `metadata` a JSON object or null, at most 16 KB (413), nested at most 32 levels "
+    "(422); up to 20 `entities` `{name, type}`; `confidence` 0..1 (422); `valid_to` not before `valid_from` (422); "
+    "timestamps within years 1..9999 in UTC; no NUL or unpaired surrogate in any string (422). See docs/limits.md."
 )
 
 

@@ -24,7 +24,8 @@ router = Router()
 
 _LIMITS = (
     "Limits: name 1..200 characters (required on create), description up to 2,000 characters, up to 50 tags of "
-    "1..128 characters each (422 beyond), metadata a JSON object up to 16 KB (413 beyond)."
+    "1..128 characters each (422 beyond), metadata a JSON object up to 16 KB (413 beyond) nested at most 32 levels "
+    "(422). No NUL or unpaired surrogate in any string (422); see docs/limits.md."
 )
 
 

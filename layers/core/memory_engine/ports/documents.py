@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from memory_engine.domain.documents import Chunk, ChunkSettings, Document, DocumentStatus
@@ -57,6 +58,13 @@ class DocumentRepository(Protocol):
 
     def list_processing(self) -> list[Document]:
         """Every project's documents in ``processing`` (the local engine resumes them at start)."""
+        ...
+
+    def fail_stale_pending(self, *, older_than: datetime, error: str, project_id: str | None = None) -> int:
+        """Every ``pending`` document (an upload URL was handed out, no upload arrived) last
+        touched before ``older_than`` -> ``failed`` with ``error`` (all projects unless
+        ``project_id``). Returns how many. A late upload still ingests it (register moves any
+        status to ``processing``)."""
         ...
 
     def list_documents(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),

@@ -7,10 +7,9 @@ module is the rest of the CRUD surface. Every function is scoped by ``project_id
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor
 from memory_engine.domain.entities import anchor_name, embedding_text, entity_links
@@ -24,12 +23,12 @@ from memory_engine.domain.entries import (
     MemoryEntry,
     ShortText,
     Tag,
-    as_utc,
     check_content,
     check_metadata,
     clean_tags,
 )
 from memory_engine.domain.globs import parse_globs
+from memory_engine.domain.validation import JsonObject, Text, Timestamp, validity_window_problem
 from memory_engine.errors import InvalidInput
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
@@ -45,10 +44,10 @@ class MemoryFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
-    description: str | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
+    name: Text | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    description: Text | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
     tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
 
     @field_validator("name")
     @classmethod
@@ -122,27 +121,29 @@ class EntryReplacement(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str | None = None
+    content: Text | None = None
     tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     subject: ShortText | None = None
     predicate: ShortText | None = None
     object: ShortText | None = None
     entities: list[EntityRef] | None = Field(None, max_length=20)
     confidence: float | None = Field(None, ge=0.0, le=1.0)
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    source_quote: str | None = Field(None, max_length=MAX_QUOTE_CHARS)
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
 
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str] | None) -> list[str] | None:
         return clean_tags(value) if value is not None else None
 
-    @field_validator("valid_from", "valid_to")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        return as_utc(value)
+    @model_validator(mode="after")
+    def _validity_window(self) -> EntryReplacement:
+        problem = validity_window_problem(self.valid_from, self.valid_to)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 def replace_entry(
@@ -165,6 +166,11 @@ def replace_entry(
     check_metadata(body.metadata)
 
     current = entries.get(project_id, entry_id)  # NotFound early, before any embedding work
+    # the same window rule as a new entry, over the stored bound the request keeps
+    window = validity_window_problem(fields.get("valid_from", current.valid_from),
+                                     fields.get("valid_to", current.valid_to))
+    if window:
+        raise InvalidInput(window, details=[{"field": "valid_to" if "valid_to" in sent else "valid_from"}])
     reembed = bool({"content", "entities", "subject", "object"} & sent)
     links = None
     vectors: EntityVectors | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,8 +13,9 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from memory_engine.errors import DatabaseError
+from memory_engine.errors import DatabaseError, InvalidInput
 
+logger = logging.getLogger(__name__)
 #: Returns a fresh conninfo string; on AWS it mints an IAM token each time.
 ConninfoFactory = Callable[[], str]
 
@@ -22,8 +24,12 @@ class Database:
     """Hands out connections with pgvector registered and rows as dicts.
 
     ``connection()`` yields a connection inside a transaction that commits on success and
-    rolls back on error. psycopg errors are re-raised as :class:`DatabaseError`; other
-    errors (our own, raised from inside the block) pass through untouched.
+    rolls back on error. psycopg errors are logged with the server's text and re-raised without
+    it (a client never sees PostgreSQL's wording, which can echo values or schema): a data
+    exception (SQLSTATE class 22, a value the column cannot hold) as :class:`InvalidInput`,
+    anything else as :class:`DatabaseError`. Input validation (``domain.validation``) rejects such
+    values before any SQL; the mapping is the backstop. Other errors (our own, raised from inside
+    the block) pass through untouched.
     """
 
     def __init__(
@@ -51,6 +57,11 @@ class Database:
             register_vector(conn)
         if self._read_only:
             conn.execute("SET default_transaction_read_only = on")
+        # timestamps come back in UTC whatever the server's zone: a value near year 9999 stored
+        # in UTC must not read back as year 10000 (which Python cannot hold) in a zone east of it
+        row = conn.execute("SELECT current_setting('TimeZone') AS tz").fetchone()
+        if row is not None and str(row["tz"] if isinstance(row, dict) else row[0]).upper() not in ("UTC", "ETC/UTC"):
+            conn.execute("SET TIME ZONE 'UTC'")
         conn.commit()
 
     def _get_pool(self) -> ConnectionPool:
@@ -90,8 +101,12 @@ class Database:
         try:
             with pool.connection() as conn:
                 yield conn  # type: ignore[misc]
+        except psycopg.errors.DataError as exc:
+            logger.warning("database rejected a value: %s: %s", type(exc).__name__, exc)
+            raise InvalidInput("a value could not be stored (out of range or not representable)") from exc
         except psycopg.Error as exc:
-            raise DatabaseError(f"database error: {type(exc).__name__}: {exc}".strip()) from exc
+            logger.error("database error: %s: %s", type(exc).__name__, exc)
+            raise DatabaseError(f"database error ({type(exc).__name__}); see the server log") from exc
 
     def ping(self) -> bool:
         try:

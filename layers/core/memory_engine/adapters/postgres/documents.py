@@ -9,6 +9,7 @@ generation is still the one being built, so a superseded run can never clobber a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from psycopg import Connection
@@ -66,6 +67,16 @@ class PostgresDocumentRepository:
                 f"SELECT {_COLUMNS} FROM documents WHERE status = 'processing' ORDER BY updated_at"
             ).fetchall()
         return [_doc(r) for r in rows]
+
+    def fail_stale_pending(self, *, older_than: datetime, error: str, project_id: str | None = None) -> int:
+        with self._db.connection() as conn:
+            cur = conn.execute(
+                """UPDATE documents SET status = 'failed', error = %(error)s, updated_at = now()
+                   WHERE status = 'pending' AND updated_at < %(cutoff)s
+                     AND (%(p)s::text IS NULL OR project_id = %(p)s)""",
+                {"error": error, "cutoff": older_than, "p": project_id},
+            )
+            return cur.rowcount
 
     def list_documents(self, project_id: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
              status: DocumentStatus | None = None, limit: int = 20,

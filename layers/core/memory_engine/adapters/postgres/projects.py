@@ -7,6 +7,8 @@ from typing import Any
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.auth import Scope
+from memory_engine.domain.validation import project_name
+from memory_engine.errors import InvalidInput
 from memory_engine.ports.projects import ApiKeyRecord, Project
 
 _KEY_COLUMNS = "id, project_id, name, key_prefix, key_hash, scopes, created_at, last_used_at, revoked_at"
@@ -31,6 +33,11 @@ class PostgresProjectRepository:
         self._db = database
 
     def get_or_create_project(self, name: str) -> Project:
+        """Raises InvalidInput for a name that is not a slug (names become ``drop/<name>/`` folders)."""
+        try:
+            project_name(name)
+        except ValueError as exc:
+            raise InvalidInput(str(exc), details=[{"field": "project"}]) from exc
         with self._db.connection() as conn:
             conn.execute(
                 "INSERT INTO projects (id, name) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -17,31 +19,30 @@ from memory_engine.domain.documents import (
     Document,
     DocumentRun,
     DocumentStatus,
+    normalize_path,
 )
+from memory_engine.domain.validation import JsonObject, Text
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload
 from memory_engine.ports.documents import NewDocument
 from memory_engine.ports.pipeline import PipelineStarter
 from memory_engine.services.ingestion.steps import IngestionPorts, object_key, work_prefix
 
+logger = logging.getLogger(__name__)
+
 #: `wait: true` blocks at most this long (API Gateway's integration timeout is 30 s).
 WAIT_LIMIT_SECONDS = 25.0
 #: `POST /v1/documents/batch` takes at most this many documents per request.
 MAX_BATCH_DOCUMENTS = 100
+#: Upload URLs (presigned S3 PUT, or the local signed token) expire after this long.
 UPLOAD_URL_TTL_SECONDS = 3600
+#: A ``pending`` document whose upload URL expired this long ago without an upload ends ``failed``
+#: (the margin lets an upload sent just before expiry reach the pipeline first).
+UPLOAD_EXPIRY_GRACE_SECONDS = 120
+UPLOAD_EXPIRED_ERROR = ("no upload arrived before the upload URL expired; request a new one with "
+                        "POST /v1/documents/uploads (or delete the document)")
 TEXT_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.WHOLE)
 FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
-
-
-def normalize_path(path: str) -> str:
-    """``"a/b.md"`` -> ``"/a/b.md"``; rejects empty, ``..`` and control characters."""
-    clean = "/" + path.strip().lstrip("/")
-    parts = clean.split("/")[1:]
-    if not clean.strip("/") or any(p in ("", ".", "..") for p in parts) or any(ord(ch) < 32 for ch in clean):
-        raise ValueError("path must be like /folder/name.ext (no empty, '.' or '..' segments)")
-    if len(clean) > 1024:
-        raise ValueError("path is longer than 1024 characters")
-    return clean
 
 
 class ChunkFields(BaseModel):
@@ -66,10 +67,10 @@ class ChunkFields(BaseModel):
 
 
 class DocumentFields(ChunkFields):
-    path: str = Field(min_length=1, max_length=1024)
-    title: str | None = Field(None, max_length=500)
-    tags: list[str] = Field(default_factory=list, max_length=50)
-    metadata: dict[str, Any] | None = None
+    path: Text = Field(min_length=1, max_length=1024)
+    title: Text | None = Field(None, max_length=500)
+    tags: list[Text] = Field(default_factory=list, max_length=50)
+    metadata: JsonObject | None = None
 
     @field_validator("path")
     @classmethod
@@ -91,7 +92,7 @@ class DocumentFields(ChunkFields):
 class CreateTextDocument(DocumentFields):
     """`POST /v1/documents`."""
 
-    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    content: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     wait: bool = False
 
 
@@ -117,7 +118,7 @@ class BatchItem(BaseModel):
 class UploadRequest(DocumentFields):
     """`POST /v1/documents/uploads`."""
 
-    content_type: str | None = Field(None, max_length=200)
+    content_type: Text | None = Field(None, max_length=200)
 
 
 class ReingestRequest(ChunkFields):
@@ -155,7 +156,12 @@ def create_text_document(ports: IngestionPorts, starter: PipelineStarter, projec
     )
     if not decision.started:
         return decision.document, False
-    ports.blobs.put(key, data, content_type=content_type + "; charset=utf-8")
+    try:
+        ports.blobs.put(key, data, content_type=content_type + "; charset=utf-8")
+    except MemoryEngineError as error:  # never leave the row in `processing` with nothing to process
+        doc = decision.document
+        ports.documents.mark_failed(project_id, doc.id, doc.ingest_generation, f"storing the text failed: {error.message}")
+        raise
     _start(starter, decision.document)
     return decision.document, True
 
@@ -193,6 +199,7 @@ def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest) 
     """Create/update the document row (``pending`` when new) with the request's settings, and
     return where to PUT the bytes. The upload's S3 event starts the pipeline."""
     content_type = ct.resolve(body.path, body.content_type)
+    expire_unused_uploads(ports, project_id=project_id)
     ports.documents.prepare(
         project_id,
         NewDocument(path=body.path, content_type=content_type, title=body.title, tags=body.tags,
@@ -201,6 +208,19 @@ def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest) 
     )
     return ports.blobs.presign_put(object_key(project_id, body.path), content_type=content_type,
                                    expires_in=UPLOAD_URL_TTL_SECONDS)
+
+
+def expire_unused_uploads(ports: IngestionPorts, *, project_id: str | None = None,
+                          now: datetime | None = None) -> int:
+    """Documents left ``pending`` by upload URLs that expired unused -> ``failed`` with
+    :data:`UPLOAD_EXPIRED_ERROR` (kept, not deleted: the caller sees why, and a late upload still
+    ingests it). Runs for the project on each new upload request, and periodically for every
+    project in the local engine (the drop-folder watcher). Returns how many expired."""
+    cutoff = (now or datetime.now(UTC)) - timedelta(seconds=UPLOAD_URL_TTL_SECONDS + UPLOAD_EXPIRY_GRACE_SECONDS)
+    expired = ports.documents.fail_stale_pending(older_than=cutoff, error=UPLOAD_EXPIRED_ERROR, project_id=project_id)
+    if expired:
+        logger.info("%d pending document(s) failed: their upload URLs expired unused", expired)
+    return expired
 
 
 def reingest(ports: IngestionPorts, starter: PipelineStarter, project_id: str, document_id: str,

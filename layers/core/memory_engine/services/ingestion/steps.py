@@ -35,6 +35,7 @@ from memory_engine.domain.documents import (
     Page,
     S3ObjectCreatedDetail,
     S3ObjectCreatedEvent,
+    normalize_path,
 )
 from memory_engine.domain.ingestion_errors import (
     DocumentGone,
@@ -46,6 +47,7 @@ from memory_engine.domain.ingestion_errors import (
     UnsupportedContentType,
 )
 from memory_engine.domain.pipeline import CONTENT_ERRORS
+from memory_engine.domain.validation import scrub_text
 from memory_engine.errors import MemoryEngineError, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStore
 from memory_engine.ports.documents import DocumentRepository, IngestionRule, NewDocument
@@ -70,14 +72,18 @@ class IngestionPorts:
 
 
 def split_key(key: str) -> tuple[str, str]:
-    """``projects/<project_id>/<path>`` -> (project_id, "/<path>"). Raises InvalidObjectKey."""
+    """``projects/<project_id>/<path>`` -> (project_id, "/<path>"). Raises InvalidObjectKey, also
+    for a path the one document path rule (``domain.documents.normalize_path``) rejects."""
     rest = key[len(c.S3_PROJECT_PREFIX):] if key.startswith(c.S3_PROJECT_PREFIX) else None
     project_id, _, path = (rest or "").partition("/")
-    if not project_id or not path.strip("/") or any(p in (".", "..") for p in path.split("/")):
+    if not project_id or not path.strip("/"):
         raise InvalidObjectKey(
             f"object key {key!r} is not of the form {c.S3_PROJECT_PREFIX}<project_id>/<path>; upload under that prefix"
         )
-    return project_id, "/" + path.lstrip("/")
+    try:
+        return project_id, normalize_path(path)
+    except ValueError as exc:
+        raise InvalidObjectKey(f"object key {key[:300]!r} has an invalid path: {exc}") from exc
 
 
 def object_key(project_id: str, path: str) -> str:
@@ -176,6 +182,8 @@ def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     content_type = ct.resolve(doc.path, doc.content_type)
     pages = extract_pages(data, content_type, doc.path, ports, _rule_for(ports.documents.list_rules(run.project_id),
                                                                              content_type))
+    # a file's text may hold NUL or broken surrogates (binary noise, a bad PDF text layer): chunks are text
+    pages = [Page(number=p.number, text=scrub_text(p.text)) for p in pages]
     key = work_prefix(doc.id, run.generation) + "pages.json"
     ports.blobs.put(key, json.dumps([p.model_dump() for p in pages], ensure_ascii=False).encode(),
                     content_type="application/json")
