@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,9 +11,11 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memory_engine.errors import DatabaseError
+
+logger = logging.getLogger(__name__)
 
 #: Returns a fresh conninfo string; on AWS it mints an IAM token each time.
 ConninfoFactory = Callable[[], str]
@@ -22,8 +25,15 @@ class Database:
     """Hands out connections with pgvector registered and rows as dicts.
 
     ``connection()`` yields a connection inside a transaction that commits on success and
-    rolls back on error. psycopg errors are re-raised as :class:`DatabaseError`; other
-    errors (our own, raised from inside the block) pass through untouched.
+    rolls back on error. psycopg errors are re-raised as :class:`DatabaseError` (503) whose
+    message names no database internals (the log has them); other errors (our own, raised from
+    inside the block) pass through untouched.
+
+    A restarted or unreachable server: every connection is checked before it is handed out, so
+    the broken ones left by a restart are replaced instead of failing a request; while the server
+    is down a request waits at most ``timeout`` seconds for a connection, then fails with
+    :class:`DatabaseError`. The pool keeps reconnecting in the background, so requests succeed
+    again once the server is back, without a restart.
     """
 
     def __init__(
@@ -33,11 +43,13 @@ class Database:
         min_size: int = 1,
         max_size: int = 8,
         read_only: bool = False,
+        timeout: float = 10.0,
     ) -> None:
         self._factory: ConninfoFactory = conninfo if callable(conninfo) else (lambda: conninfo)
         self._read_only = read_only
         self._min_size = min_size
         self._max_size = max_size
+        self._timeout = timeout
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._vector_ready = False
@@ -57,17 +69,24 @@ class Database:
         with self._lock:
             if self._pool is None:
                 self._vector_ready = self._has_vector_extension()
-                self._pool = ConnectionPool(
+                pool = ConnectionPool(
                     conninfo=self._factory,  # called per new connection: IAM tokens expire
                     kwargs={"row_factory": dict_row},
                     min_size=self._min_size,
                     max_size=self._max_size,
                     configure=self._configure,
+                    check=ConnectionPool.check_connection,
+                    timeout=self._timeout,
                     reconnect_failed=None,
                     open=False,
                     name="memory-engine",
                 )
-                self._pool.open(wait=True, timeout=30)
+                try:
+                    pool.open(wait=True, timeout=self._timeout)
+                except BaseException:
+                    pool.close()
+                    raise
+                self._pool = pool
             return self._pool
 
     def _has_vector_extension(self) -> bool:
@@ -86,12 +105,19 @@ class Database:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        pool = self._get_pool()
         try:
+            pool = self._get_pool()
             with pool.connection() as conn:
                 yield conn  # type: ignore[misc]
+        except PoolTimeout as exc:
+            logger.warning("no database connection within %.0f s: %s", self._timeout, exc)
+            raise DatabaseError("the database is unavailable; retry later") from exc
+        except psycopg.OperationalError as exc:
+            logger.warning("database connection failed: %s: %s", type(exc).__name__, exc)
+            raise DatabaseError("the database is unavailable; retry later") from exc
         except psycopg.Error as exc:
-            raise DatabaseError(f"database error: {type(exc).__name__}: {exc}".strip()) from exc
+            logger.warning("database error: %s: %s", type(exc).__name__, exc)
+            raise DatabaseError(f"database error ({type(exc).__name__})") from exc
 
     def ping(self) -> bool:
         try:
