@@ -97,6 +97,11 @@ def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
     def _bad_json(error: json.JSONDecodeError) -> Response[Any]:
         return error_response(BadRequest(f"request body is not valid JSON: {error.msg} at position {error.pos}"))
 
+    @app.exception_handler(UnicodeDecodeError)
+    def _not_utf8(error: UnicodeDecodeError) -> Response[Any]:
+        # Powertools decodes a base64 body (any byte that is not UTF-8, e.g. \xff) as UTF-8 text.
+        return error_response(BadRequest("request body is not valid UTF-8 JSON"))
+
     @app.not_found
     def _not_found(error: NotFoundError) -> Response[Any]:
         event = app.current_event

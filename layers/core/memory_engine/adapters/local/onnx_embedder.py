@@ -76,6 +76,10 @@ class OnnxMiniLMEmbedder(Embedder):
             options = ort.SessionOptions()
             options.intra_op_num_threads = self._threads or min(4, os.cpu_count() or 1)
             options.inter_op_num_threads = 1
+            # The CPU arena keeps every buffer it grew for the largest batch seen (64 inputs of
+            # 32,000 characters: RSS 0.23 -> 1.6 GB, and it stays); without it the memory goes back
+            # after the request at no measurable cost for this small model (see README, local engine).
+            options.enable_cpu_mem_arena = False
             session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
             self._tokenizer, self._session = tokenizer, session
 
