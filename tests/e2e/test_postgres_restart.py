@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from memory_engine.adapters.local.engine import LocalEngine
+from memory_engine.adapters.postgres.database import Database
 from memory_engine.settings import Settings
 
 LEAKS = ("psycopg", "postgres", "Traceback", "pgdata", ".s.PGSQL", "socket", "server closed", "/tmp")
@@ -103,10 +104,10 @@ def test_requests_fail_cleanly_while_postgres_is_down_and_succeed_after_it_resta
     with Load(engine, memory_id) as load:
         # Given the engine under load
         assert _wait_for(lambda: sum(1 for a in load.answers if a[2] < 300) >= 10, 30)
-        # When PostgreSQL stops for a few seconds and starts again
+        # When PostgreSQL stops for longer than a request waits for a connection, and starts again
         stopped = time.monotonic()
         _pg_ctl(engine, "-m", "fast", "stop")
-        time.sleep(3)
+        time.sleep(Database(engine.database.url).timeout + 2)
         socket_dir = engine.database.embedded._server.get_postmaster_info().socket_dir
         _pg_ctl(engine, "-o", f'-h "" -k {socket_dir}', "-l", str(Path(socket_dir) / "log"), "start")
         restarted = time.monotonic()

@@ -43,7 +43,7 @@ class Database:
         min_size: int = 1,
         max_size: int = 8,
         read_only: bool = False,
-        timeout: float = 10.0,
+        timeout: float = 5.0,
     ) -> None:
         self._factory: ConninfoFactory = conninfo if callable(conninfo) else (lambda: conninfo)
         self._read_only = read_only
@@ -53,6 +53,11 @@ class Database:
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._vector_ready = False
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a request waits for a connection before it fails with :class:`DatabaseError`."""
+        return self._timeout
 
     @property
     def conninfo(self) -> str:
