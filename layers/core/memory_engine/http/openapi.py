@@ -16,6 +16,9 @@ from memory_engine.http.app import PUBLIC_PATHS, build_resolver, openapi_documen
 from memory_engine.http.routers import api_routers, local_routers, search_routers
 
 _POWERTOOLS_ONLY_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
+#: Any operation may answer this before routing, like API Gateway: a malformed request line, header
+#: or body framing, control characters in the path or a header, a body that is not UTF-8 JSON.
+MALFORMED = "malformed request (framing, control characters in the path or a header, a body that is not UTF-8)"
 
 
 @functools.cache
@@ -31,6 +34,8 @@ def full_openapi_document() -> dict[str, Any]:
                 responses["204"].pop("content", None)
             if path in PUBLIC_PATHS:
                 operation["security"] = []
+            responses.setdefault("400", {"description": MALFORMED, "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}})
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for name in _POWERTOOLS_ONLY_SCHEMAS:
         if f'"#/components/schemas/{name}"' not in json.dumps({k: v for k, v in document.items() if k != "components"}):

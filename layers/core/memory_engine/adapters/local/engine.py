@@ -13,6 +13,7 @@ from memory_engine import constants as c
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
 from memory_engine.adapters.local.http_gateway import LocalGateway
 from memory_engine.adapters.local.services import BackgroundService, background_services
+from memory_engine.adapters.local.workers import WorkerPool, default_workers
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import Container, set_container
 from memory_engine.domain.auth import Scope
@@ -61,9 +62,12 @@ class LocalEngine:
     settings: Settings
     host: str = "127.0.0.1"
     port: int = 8787
+    #: Worker processes serving requests (None: :func:`default_workers`; 0: serve in this process).
+    workers: int | None = None
     database: LocalDatabase | None = None
     container: Container | None = None
     gateway: LocalGateway | None = None
+    pool: WorkerPool | None = None
     services: list[BackgroundService] = field(default_factory=list)
     admin_key: str | None = None
 
@@ -84,7 +88,13 @@ class LocalEngine:
                 service.start()
                 self.services.append(service)
             self._resume_interrupted_ingestion()
-            self.gateway = LocalGateway(self.host, self.port)
+            workers = default_workers() if self.workers is None else self.workers
+            if workers > 0:
+                self.pool = WorkerPool(settings, workers)
+                self.pool.start()
+                starter = self.container.pipeline_starter
+                self.pool.relay_pipeline_starts(lambda payload, run_id: starter.start(payload, name=run_id))
+            self.gateway = LocalGateway(self.host, self.port, pool=self.pool)
             self.gateway.start()
             return self.gateway.base_url
         except BaseException:
@@ -113,6 +123,9 @@ class LocalEngine:
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool = None
         while self.services:
             service = self.services.pop()
             try:

@@ -11,11 +11,12 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memory_engine.errors import DatabaseError, InvalidInput
 
 logger = logging.getLogger(__name__)
+
 #: Returns a fresh conninfo string; on AWS it mints an IAM token each time.
 ConninfoFactory = Callable[[], str]
 
@@ -27,9 +28,15 @@ class Database:
     rolls back on error. psycopg errors are logged with the server's text and re-raised without
     it (a client never sees PostgreSQL's wording, which can echo values or schema): a data
     exception (SQLSTATE class 22, a value the column cannot hold) as :class:`InvalidInput`,
-    anything else as :class:`DatabaseError`. Input validation (``domain.validation``) rejects such
-    values before any SQL; the mapping is the backstop. Other errors (our own, raised from inside
-    the block) pass through untouched.
+    anything else as :class:`DatabaseError` (503). Input validation (``domain.validation``) rejects
+    such values before any SQL; the mapping is the backstop. Other errors (our own, raised from
+    inside the block) pass through untouched.
+
+    A restarted or unreachable server: every connection is checked before it is handed out, so
+    the broken ones left by a restart are replaced instead of failing a request; while the server
+    is down a request waits at most ``timeout`` seconds for a connection, then fails with
+    :class:`DatabaseError`. The pool keeps reconnecting in the background, so requests succeed
+    again once the server is back, without a restart.
     """
 
     def __init__(
@@ -39,14 +46,21 @@ class Database:
         min_size: int = 1,
         max_size: int = 8,
         read_only: bool = False,
+        timeout: float = 5.0,
     ) -> None:
         self._factory: ConninfoFactory = conninfo if callable(conninfo) else (lambda: conninfo)
         self._read_only = read_only
         self._min_size = min_size
         self._max_size = max_size
+        self._timeout = timeout
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._vector_ready = False
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a request waits for a connection before it fails with :class:`DatabaseError`."""
+        return self._timeout
 
     @property
     def conninfo(self) -> str:
@@ -68,17 +82,24 @@ class Database:
         with self._lock:
             if self._pool is None:
                 self._vector_ready = self._has_vector_extension()
-                self._pool = ConnectionPool(
+                pool = ConnectionPool(
                     conninfo=self._factory,  # called per new connection: IAM tokens expire
                     kwargs={"row_factory": dict_row},
                     min_size=self._min_size,
                     max_size=self._max_size,
                     configure=self._configure,
+                    check=ConnectionPool.check_connection,
+                    timeout=self._timeout,
                     reconnect_failed=None,
                     open=False,
                     name="memory-engine",
                 )
-                self._pool.open(wait=True, timeout=30)
+                try:
+                    pool.open(wait=True, timeout=self._timeout)
+                except BaseException:
+                    pool.close()
+                    raise
+                self._pool = pool
             return self._pool
 
     def _has_vector_extension(self) -> bool:
@@ -97,10 +118,16 @@ class Database:
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        pool = self._get_pool()
         try:
+            pool = self._get_pool()
             with pool.connection() as conn:
                 yield conn  # type: ignore[misc]
+        except PoolTimeout as exc:
+            logger.warning("no database connection within %.0f s: %s", self._timeout, exc)
+            raise DatabaseError("the database is unavailable; retry later") from exc
+        except psycopg.OperationalError as exc:
+            logger.warning("database connection failed: %s: %s", type(exc).__name__, exc)
+            raise DatabaseError("the database is unavailable; retry later") from exc
         except psycopg.errors.DataError as exc:
             logger.warning("database rejected a value: %s: %s", type(exc).__name__, exc)
             raise InvalidInput("a value could not be stored (out of range or not representable)") from exc
