@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -12,8 +13,10 @@ from psycopg import sql
 from memory_engine import constants as c
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
 from memory_engine.adapters.local.http_gateway import LocalGateway
+from memory_engine.adapters.local.priority import lower_backend_priority
 from memory_engine.adapters.local.services import BackgroundService, background_services
 from memory_engine.adapters.local.workers import WorkerPool, default_workers
+from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import Container, set_container
 from memory_engine.domain.auth import Scope
@@ -78,7 +81,13 @@ class LocalEngine:
             self.settings.drop_dir.mkdir(parents=True, exist_ok=True)
             self.database = open_database(self.settings)
             settings = self.settings.model_copy(update={"database_url": self.database.url})
-            self.container = Container(settings)
+            workers = default_workers() if self.workers is None else self.workers
+            overrides: dict[str, Any] = {}
+            if workers > 0 and self.database.embedded is not None:
+                # Worker processes serve the API; this process's own connections do background work
+                # (ingestion, extraction, the drop folder), so their backends yield the cores to searches.
+                overrides["database"] = Database(self.database.url, on_connect=lower_backend_priority)
+            self.container = Container(settings, **overrides)
             embedder = self.container.embedder
             migrate(self.database.url, embedding_dim=embedder.dimensions)
             self._ensure_default_project()
@@ -88,7 +97,6 @@ class LocalEngine:
                 service.start()
                 self.services.append(service)
             self._resume_interrupted_ingestion()
-            workers = default_workers() if self.workers is None else self.workers
             if workers > 0:
                 self.pool = WorkerPool(settings, workers)
                 self.pool.start()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -27,3 +28,17 @@ def lower_thread_priority(niceness: int = BACKGROUND_NICENESS) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + niceness))
     except (AttributeError, OSError) as exc:  # not Linux, or not permitted
         logger.debug("could not lower the priority of %s: %s", threading.current_thread().name, exc)
+
+
+def lower_backend_priority(conn: Any, niceness: int = BACKGROUND_NICENESS) -> None:
+    """Lower the CPU priority of the PostgreSQL backend serving ``conn`` (a pool's ``on_connect``).
+
+    Only for the embedded server, whose processes this user started on this machine: the engine's
+    own pool does background work when worker processes serve the API (chunk upserts and their
+    index maintenance while a corpus drains), and the searches' backends should get the cores first."""
+    row = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
+    pid = int(row["pid"] if isinstance(row, dict) else row[0])
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, pid) + niceness))
+    except (AttributeError, OSError) as exc:
+        logger.debug("could not lower the priority of backend %s: %s", pid, exc)

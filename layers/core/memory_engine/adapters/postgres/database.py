@@ -47,6 +47,7 @@ class Database:
         max_size: int = 8,
         read_only: bool = False,
         timeout: float = 5.0,
+        on_connect: Callable[[psycopg.Connection[Any]], None] | None = None,
     ) -> None:
         self._factory: ConninfoFactory = conninfo if callable(conninfo) else (lambda: conninfo)
         self._read_only = read_only
@@ -56,6 +57,7 @@ class Database:
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._vector_ready = False
+        self._on_connect = on_connect
 
     @property
     def timeout(self) -> float:
@@ -76,6 +78,8 @@ class Database:
         row = conn.execute("SELECT current_setting('TimeZone') AS tz").fetchone()
         if row is not None and str(row["tz"] if isinstance(row, dict) else row[0]).upper() not in ("UTC", "ETC/UTC"):
             conn.execute("SET TIME ZONE 'UTC'")
+        if self._on_connect is not None:
+            self._on_connect(conn)
         conn.commit()
 
     def _get_pool(self) -> ConnectionPool:
