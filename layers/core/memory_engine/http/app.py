@@ -29,6 +29,12 @@ API_TITLE = "memory-engine"
 
 #: Routes that need no API key.
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
+#: ... and every path under this prefix: the web console's static files (the page asks for the key).
+PUBLIC_PREFIX = "/console"
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path == PUBLIC_PREFIX or path.startswith(PUBLIC_PREFIX + "/")
 
 
 class EngineResolver(APIGatewayHttpResolver):
@@ -40,7 +46,7 @@ class EngineResolver(APIGatewayHttpResolver):
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         event = _json_by_default(event)
         path = event.get("rawPath") or event.get("requestContext", {}).get("http", {}).get("path", "")
-        if path not in PUBLIC_PATHS:
+        if not is_public(path):
             headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
             try:
                 principal = get_container().authenticator.authenticate(headers.get("authorization"))
