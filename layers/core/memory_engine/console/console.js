@@ -20,7 +20,7 @@ function h(tag, attrs = {}, ...children) {
     else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
     else el.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -231,8 +231,8 @@ async function memoriesView(view, parts) {
 
 function entityChips(entities) {
   return h("ul", { class: "chips", "aria-label": "Entities" },
-    entities.map((e) => h("li", { class: `chip entity role-${e.role}`, title: `${e.role}${e.type ? ", " + e.type : ""}` },
-      e.name, e.type ? h("span", { class: "chip-type" }, e.type) : null)));
+    entities.map((e) => h("li", { class: `chip entity role-${e.role}`, title: `${e.role}${e.type ? ", " + e.type : ""}`, dataset: { entity: e.name } },
+      e.name, e.type ? h("span", { class: "chip-type" }, ` ${e.type}`) : null)));
 }
 
 function validity(entry) {
@@ -318,8 +318,7 @@ async function memoryDetail(view, memoryId) {
     try {
       const written = await api("POST", "/v1/memory-entries", body);
       say(`Entry ${written.action}: ${written.id}`);
-      content.value = "";
-      entities.value = "";
+      form.reset();
       await load();
       content.focus();
     } catch (err) { failed(err); }
