@@ -1,6 +1,7 @@
 """HTTP API: ``POST /v1/knowledge/search`` -> search function (read-only database user), every other
-request (``$default``) -> API function. The route split comes from ``memory_engine.constants``, the
-same table the local dev server dispatches with; local-only routes are never deployed.
+request (``$default``, and the web console's ``GET /console/...`` routes by name) -> API function. The
+route split comes from ``memory_engine.constants``, the same table the local dev server dispatches with;
+local-only routes are never deployed.
 
 No API Gateway authorizer, on purpose: API keys are per project, stored hashed in the database, and
 checked inside the functions (``memory_engine.http.auth``). An HTTP API Lambda authorizer can only
@@ -54,6 +55,11 @@ def deployed_search_routes() -> list[tuple[apigwv2.HttpMethod, str]]:
     return routes
 
 
+def deployed_console_routes() -> list[tuple[apigwv2.HttpMethod, str]]:
+    """``constants.CONSOLE_ROUTES`` as (method, path): the web console, served by the API function."""
+    return [(apigwv2.HttpMethod(method), path) for method, path in (r.split(" ", 1) for r in c.CONSOLE_ROUTES)]
+
+
 class Api(Construct):
     """The HTTP API and its two functions."""
 
@@ -97,6 +103,8 @@ class Api(Construct):
         )
         for method, path in deployed_search_routes():
             self.http_api.add_routes(path=path, methods=[method], integration=search_integration)
+        for method, path in deployed_console_routes():
+            self.http_api.add_routes(path=path, methods=[method], integration=api_integration)
 
         access_logs = logs.LogGroup(
             self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY

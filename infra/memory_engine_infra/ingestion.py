@@ -99,6 +99,11 @@ class Ingestion(Construct):
                 s3.LifecycleRule(id="work-files", prefix=c.S3_WORK_PREFIX, expiration=Duration.days(7)),
                 s3.LifecycleRule(id="abort-multipart", abort_incomplete_multipart_upload_after=Duration.days(1)),
             ],
+            # The web console (served by the API, another origin) PUTs files to the presigned URLs of
+            # POST /v1/documents/uploads. Any origin may: the presigned URL itself is the credential
+            # (one key, one content type, expiring), and nothing but PUT is allowed.
+            cors=[s3.CorsRule(allowed_methods=[s3.HttpMethods.PUT], allowed_origins=["*"],
+                              allowed_headers=["content-type"], max_age=3600)],
             removal_policy=RemovalPolicy.RETAIN,
         )
 

@@ -57,6 +57,18 @@ def test_core_layer_is_the_package_under_python_without_caches() -> None:
     assert sorted(p.name for p in (package / "migrations").glob("*.sql")) == sorted(
         p.name for p in (layers.CORE_PACKAGE / "migrations").glob("*.sql"))
     assert not list(staged.rglob("__pycache__"))
+    # the web console's static files ship in the layer, as the API function serves them from there
+    assert {"index.html", "console.css", "console.js"} <= {p.name for p in (package / "console").iterdir()}
+
+
+def test_the_console_files_are_package_data_of_the_wheel() -> None:
+    import tomllib
+
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-data"]
+    console = layers.CORE_PACKAGE / "console"
+    shipped = {f.name for pattern in package_data["memory_engine"] if pattern.startswith("console/")
+               for f in console.glob(pattern.removeprefix("console/"))}
+    assert shipped == {f.name for f in console.iterdir() if f.is_file()}
 
 
 def test_build_layer_fetches_arm64_cp312_wheels_of_the_runtime_dependencies(tmp_path: Path) -> None:

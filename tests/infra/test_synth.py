@@ -189,6 +189,15 @@ def test_bucket_sends_events_to_eventbridge_and_expires_work_files(synthesized: 
     assert {"Id": "work-files", "Prefix": c.S3_WORK_PREFIX, "ExpirationInDays": 7, "Status": "Enabled"} in rules
 
 
+def test_bucket_lets_browsers_put_presigned_uploads_and_nothing_else(synthesized: Synthesized) -> None:
+    # the web console PUTs files to the presigned URLs of POST /v1/documents/uploads from the API's origin
+    (bucket_id,) = [k for k, v in synthesized.resources("AWS::S3::Bucket").items()
+                    if "LifecycleConfiguration" in v["Properties"] and "LoggingConfiguration" in v["Properties"]]
+    (rule,) = synthesized.properties(bucket_id)["CorsConfiguration"]["CorsRules"]
+    assert rule["AllowedMethods"] == ["PUT"]
+    assert rule["AllowedHeaders"] == ["content-type"]
+
+
 def machines(s: Synthesized) -> dict[str, tuple[str, dict[str, Any]]]:
     """``{"STANDARD" | "EXPRESS": (logical id, properties)}``."""
     found = {v["Properties"].get("StateMachineType", "STANDARD"): (k, v["Properties"])
@@ -380,7 +389,7 @@ def test_migrations_run_on_every_code_change(synthesized: Synthesized) -> None:
 
 def test_routes_follow_the_constants_and_omit_local_only_routes(synthesized: Synthesized) -> None:
     routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
-    assert set(routes) == {"$default", *c.SEARCH_ROUTES}
+    assert set(routes) == {"$default", *c.SEARCH_ROUTES, *c.CONSOLE_ROUTES}
     assert not set(routes) & set(c.LOCAL_ONLY_ROUTES)
     integrations = synthesized.resources("AWS::ApiGatewayV2::Integration")
     search_id, _ = function(synthesized, "search")
@@ -393,6 +402,9 @@ def test_routes_follow_the_constants_and_omit_local_only_routes(synthesized: Syn
 
     assert target(c.SEARCH_ROUTES[0]) == search_id
     assert target("$default") == api_id
+    # the web console (GET /console, /console/{proxy+}; /console/ through $default) is served by the API function
+    assert c.CONSOLE_ROUTES == ("GET /console", "GET /console/{proxy+}")
+    assert all(target(route) == api_id for route in c.CONSOLE_ROUTES)
     assert all("AuthorizerId" not in r for r in routes.values())
     (stage,) = synthesized.resources("AWS::ApiGatewayV2::Stage").values()
     assert "AccessLogSettings" in stage["Properties"]

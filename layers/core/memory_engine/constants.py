@@ -46,3 +46,7 @@ FUNCTION_API = "api"
 FUNCTION_SEARCH = "search"
 SEARCH_ROUTES = ("POST /v1/knowledge/search",)
 LOCAL_ONLY_ROUTES = ("POST /v1/events", "PUT /v1/local-uploads/{proxy+}")
+#: The web console's static files, served by the API function (memory_engine/http/console.py). Named
+#: routes so the console keeps working whatever else $default does; `/console/` itself (a trailing
+#: slash, which HTTP API route keys cannot end with) reaches the API function through $default.
+CONSOLE_ROUTES = ("GET /console", "GET /console/{proxy+}")

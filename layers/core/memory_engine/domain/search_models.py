@@ -13,6 +13,8 @@ from memory_engine.domain.search_config import Signal
 from memory_engine.domain.validation import StoredJson, Text, Timestamp
 
 SourceType = Literal["memory", "document"]
+#: The names of ``search_config.PRESETS`` (a test keeps the two in step).
+PresetName = Literal["hybrid", "vector_only", "keyword_only", "entity_only", "rrf_v1"]
 #: Identifies one result across both sources.
 ResultKey = tuple[SourceType, str]
 
@@ -41,6 +43,9 @@ class SearchRequest(BaseModel):
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
     include: list[Literal["raw", "episodes"]] = Field(default_factory=list)
     render: bool = False
+    preset: PresetName | None = Field(None, description=(
+        "a named search config (domain/search_config.py), default `hybrid`; `vector_only` ranks by cosine "
+        "alone, e.g. to compare with the hybrid ranking. `signals` narrows the preset further"))
 
     @field_validator("query")
     @classmethod

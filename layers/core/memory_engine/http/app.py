@@ -33,6 +33,14 @@ API_TITLE = "memory-engine"
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
 #: Routes whose URL carries its own credential (a signed upload token, like a presigned S3 URL).
 TOKEN_PATH_PREFIXES = ("/v1/local-uploads/",)
+#: ... and every path under this prefix: the web console's static files (the page asks for the key).
+PUBLIC_PREFIX = "/console"
+
+
+def is_public(path: str) -> bool:
+    """No API key: health, the OpenAPI document, the console's files, and token-carrying URLs."""
+    return (path in PUBLIC_PATHS or path == PUBLIC_PREFIX or path.startswith(PUBLIC_PREFIX + "/")
+            or path.startswith(TOKEN_PATH_PREFIXES))
 
 
 class EngineResolver(APIGatewayHttpResolver):
@@ -44,7 +52,7 @@ class EngineResolver(APIGatewayHttpResolver):
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         event = _json_by_default(event)
         path = event.get("rawPath") or event.get("requestContext", {}).get("http", {}).get("path", "")
-        if path not in PUBLIC_PATHS and not path.startswith(TOKEN_PATH_PREFIXES):
+        if not is_public(path):
             headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
             try:
                 principal = get_container().authenticator.authenticate(headers.get("authorization"))

@@ -12,7 +12,7 @@ import functools
 import json
 from typing import Any
 
-from memory_engine.http.app import PUBLIC_PATHS, build_resolver, openapi_document
+from memory_engine.http.app import PUBLIC_PATHS, TOKEN_PATH_PREFIXES, build_resolver, openapi_document
 from memory_engine.http.routers import api_routers, local_routers, search_routers
 
 _POWERTOOLS_ONLY_SCHEMAS = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
@@ -32,7 +32,7 @@ def full_openapi_document() -> dict[str, Any]:
                 del responses["422"]
             if "204" in responses:  # Powertools gives every response a JSON body; a 204 has none
                 responses["204"].pop("content", None)
-            if path in PUBLIC_PATHS:
+            if path in PUBLIC_PATHS or path.startswith(TOKEN_PATH_PREFIXES):
                 operation["security"] = []
             responses.setdefault("400", {"description": MALFORMED, "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}})

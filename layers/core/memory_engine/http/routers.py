@@ -6,10 +6,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 
 def api_routers() -> list[Router]:
-    """Routes of the write/read API Lambda (`functions/api`)."""
-    from memory_engine.http import documents, embeddings, entries, health, memories
+    """Routes of the write/read API Lambda (`functions/api`), the web console's static files included."""
+    from memory_engine.http import console, documents, embeddings, entries, extraction_runs, health, memories
 
-    return [health.router, memories.router, entries.router, documents.router, embeddings.router]
+    return [health.router, memories.router, entries.router, documents.router, embeddings.router,
+            extraction_runs.router, console.router]
 
 
 def search_routers() -> list[Router]:

@@ -135,6 +135,29 @@ class ExtractionRunView(BaseModel):
     error: str | None
 
 
+class ExtractionRunRecord(BaseModel):
+    """One ``turn.completed`` event as the extraction consumer handled it."""
+
+    id: str
+    event_id: str = Field(description="the EventBridge event id (the idempotency key)")
+    memory_id: str | None = Field(description="null once the memory was deleted")
+    conversation_id: str | None
+    turn_id: str | None
+    episode_id: str | None = Field(description="the stored transcript of the turn")
+    status: Literal["running", "completed", "failed"]
+    summary: dict[str, Any] | None = Field(description="`{candidates, created, updated, skipped, superseded}` "
+                                                       "once finished")
+    error: str | None = Field(description="why the run failed (e.g. the model's error); null otherwise")
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExtractionRunPage(BaseModel):
+    data: list[ExtractionRunRecord]
+    next_cursor: str | None
+
+
 class EventAccepted(BaseModel):
     id: str
     message_id: str

@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Literal, Protocol
 
+from memory_engine.domain.cursor import Cursor
+
 RunStatus = Literal["running", "completed", "failed"]
 
 
@@ -70,3 +72,11 @@ class ExtractionRunRepository(Protocol):
     ) -> ExtractionRun: ...
 
     def get_by_event(self, project_id: str, event_id: str) -> ExtractionRun | None: ...
+
+    def list(
+        self, project_id: str, *, memory_id: str | None = None, status: RunStatus | None = None,
+        event_id: str | None = None, limit: int = 20, cursor: Cursor | None = None,
+    ) -> tuple[list[ExtractionRun], str | None]:
+        """The project's runs, newest first (``created_at DESC, id DESC``), narrowed by the filters
+        given; ``(page, next_cursor)``."""
+        ...

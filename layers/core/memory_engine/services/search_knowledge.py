@@ -12,7 +12,7 @@ from memory_engine.domain.fusion import Scored, fuse, top_keys
 from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
 from memory_engine.domain.render import render
 from memory_engine.domain.rrf import Fused, rrf
-from memory_engine.domain.search_config import HYBRID, SearchConfig, Signal
+from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
 from memory_engine.domain.search_models import (
     DocumentResult,
     MemoryResult,
@@ -57,6 +57,8 @@ def _query_vector(request: SearchRequest, embedder: Embedder, degraded: list[str
 
 
 def _config_for(request: SearchRequest, config: SearchConfig) -> SearchConfig:
+    if request.preset is not None:
+        config = PRESETS[request.preset]
     requested = request.requested_signals()
     return config if requested is None else config.with_signals(requested)
 

@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.domain.cursor import Cursor, next_cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.extraction_runs import ClaimOutcome, ExtractionRun, RunClaim, RunKey, RunStatus
 
@@ -92,3 +93,24 @@ class PostgresExtractionRunRepository:
                 f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s", (project_id, event_id)
             ).fetchone()
         return _run(row) if row else None
+
+    def list(
+        self, project_id: str, *, memory_id: str | None = None, status: RunStatus | None = None,
+        event_id: str | None = None, limit: int = 20, cursor: Cursor | None = None,
+    ) -> tuple[list[ExtractionRun], str | None]:
+        clauses = ["project_id = %(p)s"]
+        params: dict[str, Any] = {"p": project_id, "n": limit + 1}
+        for column, value in (("memory_id", memory_id), ("status", status), ("event_id", event_id)):
+            if value is not None:
+                clauses.append(f"{column} = %({column})s")
+                params[column] = value
+        if cursor is not None:
+            clauses.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
+            params.update(c_at=cursor.created_at, c_id=cursor.id)
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM extraction_runs WHERE {' AND '.join(clauses)}"
+                " ORDER BY created_at DESC, id DESC LIMIT %(n)s",
+                params,
+            ).fetchall()
+        return [_run(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
