@@ -73,8 +73,10 @@ class DocumentPage(BaseModel):
 class EntryWriteResult(MemoryEntry):
     """The entry written (or the existing one, when skipped) and what the funnel did."""
 
-    action: Literal["created", "skipped", "merged", "superseded"]
+    action: Literal["created", "skipped", "updated", "superseded"]
     superseded_entry_id: str | None = Field(None, description="present when `action` is `superseded`")
+    degraded: list[str] | None = Field(None, description="agent writes only: why the write could not merge or "
+                                                         "supersede (no chat model configured, or the model failed)")
 
 
 class SearchResponseBody(BaseModel):
