@@ -43,4 +43,6 @@ DETAIL_TYPE_EXTRACTION_COMPLETED = "memory.extraction.completed"
 FUNCTION_API = "api"
 FUNCTION_SEARCH = "search"
 SEARCH_ROUTES = ("POST /v1/knowledge/search",)
+#: Routes of the API function deployed as explicit API Gateway routes (everything else reaches it via $default).
+API_ROUTES = ("POST /v1/mcp",)
 LOCAL_ONLY_ROUTES = ("POST /v1/events", "PUT /v1/local-uploads/{proxy+}")

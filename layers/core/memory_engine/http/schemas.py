@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
-from memory_engine.domain.search_models import EpisodeResult, SearchResult
+from memory_engine.domain.search_models import EpisodeResult, SearchResult, Synthesis
 from memory_engine.services.ingestion.documents import BatchItem
 
 # --- errors ---
@@ -85,6 +85,7 @@ class SearchResponseBody(BaseModel):
     degraded: list[str] | None = Field(None, description="signals that could not run (e.g. `vector` when the "
                                                          "embedding model is down); absent when all ran")
     episodes: list[EpisodeResult] | None = Field(None, description="with `include: [\"episodes\"]`")
+    synthesis: Synthesis | None = Field(None, description="with `include: [\"synthesis\"]`, when the chat model answered")
 
 
 class DocumentBatchResult(BaseModel):
