@@ -1,6 +1,7 @@
 """HTTP API: ``POST /v1/knowledge/search`` -> search function (read-only database user), ``POST /v1/mcp``
-(``constants.API_ROUTES``) and every other request (``$default``) -> API function. The route split comes from ``memory_engine.constants``, the
-same table the local dev server dispatches with; local-only routes are never deployed.
+(``constants.API_ROUTES``) and every other request (``$default``) -> API function. The route split comes
+from ``memory_engine.constants``, the same table the local dev server dispatches with; local-only
+routes are never deployed.
 
 No API Gateway authorizer, on purpose: API keys are per project, stored hashed in the database, and
 checked inside the functions (``memory_engine.http.auth``). An HTTP API Lambda authorizer can only

@@ -17,6 +17,8 @@ ENV_CHAT_MODEL = "CHAT_MODEL"
 ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
 ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
 ENV_AWS_REGION = "AWS_REGION"
+ENV_CLIENT_URL = "MEMORY_ENGINE_URL"  # clients (`memory-engine mcp`, the Python client): the engine's URL
+ENV_CLIENT_API_KEY = "MEMORY_ENGINE_API_KEY"  # ... and the API key they send
 ENV_INGEST_WORKERS = "INGEST_WORKERS"  # local shape: ingestion runs in flight at once (default: sized to the machine)
 
 # --- AWS-only environment variables (set by the CDK app on each function) ---
