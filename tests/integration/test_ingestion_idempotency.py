@@ -166,7 +166,7 @@ class _Inline:
     def __init__(self, container: Container) -> None:
         self._runner = fast_runner(container)
 
-    def start(self, payload: dict[str, Any], *, name: str | None = None) -> str:
+    def start(self, payload: dict[str, Any], *, name: str | None = None, size_bytes: int | None = None) -> str:
         self._runner.run(payload)
         return name or "inline"
 
@@ -180,7 +180,7 @@ def steps_create(container: Container, project_id: str, body: CreateTextDocument
 class _NotStarting:
     """A PipelineStarter whose runs never happen: the engine stopped right after the row was written."""
 
-    def start(self, payload: dict[str, Any], *, name: str | None = None) -> str:
+    def start(self, payload: dict[str, Any], *, name: str | None = None, size_bytes: int | None = None) -> str:
         return name or "never"
 
 
