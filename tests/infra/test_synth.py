@@ -316,7 +316,8 @@ def test_bedrock_is_granted_on_the_configured_models_only(synthesized: Synthesiz
                 assert actions_of(st) == ["bedrock:InvokeModel"], name
                 assert "*" not in resources_of(st), name
     search_models = json.dumps(granted(synthesized, function(synthesized, "search")[0], "bedrock:InvokeModel"))
-    assert "amazon.titan-embed-text-v2:0" in search_models and "anthropic" not in search_models
+    # the chat model too, for `include: ["synthesis"]`
+    assert "amazon.titan-embed-text-v2:0" in search_models and "anthropic.claude" in search_models
     consumer_models = json.dumps(granted(synthesized, function(synthesized, "extraction")[0], "bedrock:InvokeModel"))
     assert "amazon.titan-embed-text-v2:0" in consumer_models and "anthropic.claude" in consumer_models
     assert granted(synthesized, function(synthesized, "ingestion-chunk", "handler.chunk")[0], "bedrock:InvokeModel") == []
@@ -389,7 +390,7 @@ def test_migrations_run_on_every_code_change(synthesized: Synthesized) -> None:
 
 def test_routes_follow_the_constants_and_omit_local_only_routes(synthesized: Synthesized) -> None:
     routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
-    assert set(routes) == {"$default", *c.SEARCH_ROUTES, *c.CONSOLE_ROUTES}
+    assert set(routes) == {"$default", *c.SEARCH_ROUTES, *c.API_ROUTES, *c.CONSOLE_ROUTES}
     assert not set(routes) & set(c.LOCAL_ONLY_ROUTES)
     integrations = synthesized.resources("AWS::ApiGatewayV2::Integration")
     search_id, _ = function(synthesized, "search")
@@ -405,6 +406,8 @@ def test_routes_follow_the_constants_and_omit_local_only_routes(synthesized: Syn
     # the web console (GET /console, /console/{proxy+}; /console/ through $default) is served by the API function
     assert c.CONSOLE_ROUTES == ("GET /console", "GET /console/{proxy+}")
     assert all(target(route) == api_id for route in c.CONSOLE_ROUTES)
+    # MCP (streamable HTTP, stateless) is served by the API function: a deployed stack is an MCP endpoint
+    assert target("POST /v1/mcp") == api_id
     assert all("AuthorizerId" not in r for r in routes.values())
     (stage,) = synthesized.resources("AWS::ApiGatewayV2::Stage").values()
     assert "AccessLogSettings" in stage["Properties"]

@@ -188,7 +188,7 @@ def test_render_fences_hostile_text(api: ApiClient, world: dict[str, Any]) -> No
         {"query": "x", "limit": 0},
         {"query": "x", "limit": 101},
         {"query": "x", "signals": ["vector", "magic"]},
-        {"query": "x", "include": ["synthesis"]},
+        {"query": "x", "include": ["everything"]},
         {"query": "x", "min_confidence": 2},
         {"query": "x", "as_of": "yesterday"},
         {"query": "x", "unknown_field": 1},

@@ -17,6 +17,8 @@ ENV_CHAT_MODEL = "CHAT_MODEL"
 ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
 ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
 ENV_AWS_REGION = "AWS_REGION"
+ENV_CLIENT_URL = "MEMORY_ENGINE_URL"  # clients (`memory-engine mcp`, the Python client): the engine's URL
+ENV_CLIENT_API_KEY = "MEMORY_ENGINE_API_KEY"  # ... and the API key they send
 ENV_INGEST_WORKERS = "INGEST_WORKERS"  # local shape: ingestion runs in flight at once (default: sized to the machine)
 #: Seconds an authenticated API key is cached per process (revocation takes effect within it).
 ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
@@ -45,6 +47,8 @@ DETAIL_TYPE_EXTRACTION_COMPLETED = "memory.extraction.completed"
 FUNCTION_API = "api"
 FUNCTION_SEARCH = "search"
 SEARCH_ROUTES = ("POST /v1/knowledge/search",)
+#: Routes of the API function deployed as explicit API Gateway routes (everything else reaches it via $default).
+API_ROUTES = ("POST /v1/mcp",)
 LOCAL_ONLY_ROUTES = ("POST /v1/events", "PUT /v1/local-uploads/{proxy+}")
 #: The web console's static files, served by the API function (memory_engine/http/console.py). Named
 #: routes so the console keeps working whatever else $default does; `/console/` itself (a trailing

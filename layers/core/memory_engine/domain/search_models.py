@@ -41,7 +41,7 @@ class SearchRequest(BaseModel):
     min_confidence: float = Field(0.5, ge=0.0, le=1.0)
     as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
-    include: list[Literal["raw", "episodes"]] = Field(default_factory=list)
+    include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list)
     render: bool = False
     preset: PresetName | None = Field(None, description=(
         "a named search config (domain/search_config.py), default `hybrid`; `vector_only` ranks by cosine "
@@ -139,11 +139,20 @@ class EpisodeResult(BaseModel):
     similarity_score: float | None = None
 
 
+class Synthesis(BaseModel):
+    """``include: ["synthesis"]``: the chat model's short prose summary of the returned results."""
+
+    text: str = Field(description="answer-oriented prose drawn only from the results (`\"\"` when nothing matched)")
+    model: str | None = Field(None, description="the chat model that wrote it (null when no call was needed)")
+    latency_ms: int = Field(ge=0, description="time the model call took (0 when no call was needed)")
+
+
 class SearchResponse(BaseModel):
     results: list[SearchResult]
     context: str | None = None
     degraded: list[str] | None = None
     episodes: list[EpisodeResult] | None = None
+    synthesis: Synthesis | None = None
 
     def to_body(self) -> dict[str, Any]:
         """The wire shape: optional keys are present only when they apply."""

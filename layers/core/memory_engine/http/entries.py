@@ -1,7 +1,8 @@
 """HTTP routes for memory entries: the write funnel (``POST /v1/memory-entries``) and entry CRUD.
 
-The REST path is the *manual* write path: it never merges or supersedes (only writes carrying an
-agent context, i.e. extraction, do), whatever ``source_type`` says.
+``source_type: "agent"`` is the agent write path: the write carries an agent context, so with a chat
+model configured a similar live fact is merged or superseded as extraction's are (SPEC "Write funnel").
+Every other ``source_type`` is a manual write and never merges.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
 from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT
-from memory_engine.domain.entries import MAX_CONTENT_CHARS, MemoryEntry, NewEntry
+from memory_engine.domain.entries import MAX_CONTENT_CHARS, MAX_FIELD_CHARS, MemoryEntry, NewEntry
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response, no_content, page
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EntryWriteResult, MemoryEntryPage, documented
 from memory_engine.services.memories import EntryReplacement, list_entries, replace_entry
-from memory_engine.services.write_entry import write_entry
+from memory_engine.services.write_entry import AgentContext, write_entry
 
 router = Router()
 
@@ -34,10 +35,39 @@ _LIMITS = (
 )
 
 
+class AgentInfo(BaseModel):
+    """Who is writing, on the agent path: ``model`` overrides the chat model that arbitrates a merge;
+    ``generation_id`` is the generation (turn) that asserted the fact, stored as ``source_generation_id``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(None, min_length=1, max_length=200)
+    generation_id: str | None = Field(None, min_length=1, max_length=MAX_FIELD_CHARS)
+
+
 class EntryCreateRequest(NewEntry):
-    """Body of ``POST /v1/memory-entries``: a NewEntry plus the per-request skip threshold."""
+    """Body of ``POST /v1/memory-entries``: a NewEntry plus the per-request skip threshold and, with
+    ``source_type: "agent"``, the agent context."""
 
     duplicate_threshold: float = Field(DEFAULT_DUPLICATE_THRESHOLD, ge=0.0, le=1.0)
+    agent: AgentInfo | None = None
+
+    @model_validator(mode="after")
+    def _agent_only_on_the_agent_path(self) -> EntryCreateRequest:
+        if self.agent is not None and self.source_type != "agent":
+            raise ValueError('`agent` is only accepted with source_type "agent"')
+        return self
+
+    def new_entry(self) -> NewEntry:
+        fields = self.model_dump(exclude={"duplicate_threshold", "agent"})
+        if self.agent is not None and self.agent.generation_id and not self.source_generation_id:
+            fields["source_generation_id"] = self.agent.generation_id
+        return NewEntry.model_validate(fields)
+
+    def agent_context(self) -> AgentContext | None:
+        if self.source_type != "agent":
+            return None
+        return AgentContext(model=self.agent.model if self.agent else None)
 
 
 @router.post(
@@ -46,8 +76,13 @@ class EntryCreateRequest(NewEntry):
     description=(
         "Embeds the fact (best-effort), compares it with the most similar live entries of the memory and answers "
         "`action`: `skipped` (200, the existing entry; similarity >= `duplicate_threshold`, default 0.95) or "
-        "`created` (201). This manual path never merges or supersedes. Unknown memory or another project's: 404. "
-        + _LIMITS
+        "`created` (201). A manual write (any `source_type` but `agent`) never merges or supersedes. "
+        "`source_type: \"agent\"` (optionally with `agent: {model?, generation_id?}`) is the agent write path: with a "
+        "chat model configured, a live fact with similarity >= 0.75 is merged into one sentence (`updated`, 200) or, "
+        "when the model judges a contradiction, invalidated and replaced (`superseded`, 200, with "
+        "`superseded_entry_id`); provenance of a merged entry is kept. With no chat model configured, or when the model "
+        "fails, the agent write is created as a manual one and `degraded` says why. Unknown memory or another "
+        "project's: 404. " + _LIMITS
     ),
     responses=documented({201: (EntryWriteResult, "created"), 200: (EntryWriteResult, "not created: `action` says why")},
                          *AUTHENTICATED, *WITH_BODY, 404),
@@ -55,14 +90,15 @@ class EntryCreateRequest(NewEntry):
 def create(body: Annotated[EntryCreateRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
     container = get_container()
-    entry = NewEntry.model_validate(body.model_dump(exclude={"duplicate_threshold"}))
     result = write_entry(
-        container.entries, container.embedder, container.chat_model, project_id=principal.project_id, entry=entry,
-        duplicate_threshold=body.duplicate_threshold, agent=None,
+        container.entries, container.embedder, container.chat_model, project_id=principal.project_id,
+        entry=body.new_entry(), duplicate_threshold=body.duplicate_threshold, agent=body.agent_context(),
     )
     out: dict[str, Any] = {**result.entry.model_dump(mode="json"), "action": result.action}
     if result.superseded_entry_id is not None:
         out["superseded_entry_id"] = result.superseded_entry_id
+    if result.degraded:
+        out["degraded"] = list(result.degraded)
     return json_response(out, 201 if result.action == "created" else 200)
 
 

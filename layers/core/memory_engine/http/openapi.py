@@ -30,8 +30,12 @@ def full_openapi_document() -> dict[str, Any]:
             responses = operation["responses"]
             if "HTTPValidationError" in json.dumps(responses.get("422", {})):
                 del responses["422"]
-            if "204" in responses:  # Powertools gives every response a JSON body; a 204 has none
-                responses["204"].pop("content", None)
+            for status, response in responses.items():
+                # Powertools gives every response a JSON body; a 204 (or the 202 of POST /v1/mcp, declared
+                # without a model) has none
+                if status == "204" or response.get("content", {}).get("application/json", {}).get("schema") == {
+                        "title": "Return"}:
+                    response.pop("content", None)
             if path in PUBLIC_PATHS or path.startswith(TOKEN_PATH_PREFIXES):
                 operation["security"] = []
             responses.setdefault("400", {"description": MALFORMED, "content": {

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
-from memory_engine.domain.search_models import EpisodeResult, SearchResult
+from memory_engine.domain.search_models import EpisodeResult, SearchResult, Synthesis
 from memory_engine.services.ingestion.documents import BatchItem
 
 # --- errors ---
@@ -73,8 +73,10 @@ class DocumentPage(BaseModel):
 class EntryWriteResult(MemoryEntry):
     """The entry written (or the existing one, when skipped) and what the funnel did."""
 
-    action: Literal["created", "skipped", "merged", "superseded"]
+    action: Literal["created", "skipped", "updated", "superseded"]
     superseded_entry_id: str | None = Field(None, description="present when `action` is `superseded`")
+    degraded: list[str] | None = Field(None, description="agent writes only: why the write could not merge or "
+                                                         "supersede (no chat model configured, or the model failed)")
 
 
 class SearchResponseBody(BaseModel):
@@ -83,6 +85,7 @@ class SearchResponseBody(BaseModel):
     degraded: list[str] | None = Field(None, description="signals that could not run (e.g. `vector` when the "
                                                          "embedding model is down); absent when all ran")
     episodes: list[EpisodeResult] | None = Field(None, description="with `include: [\"episodes\"]`")
+    synthesis: Synthesis | None = Field(None, description="with `include: [\"synthesis\"]`, when the chat model answered")
 
 
 class DocumentBatchResult(BaseModel):

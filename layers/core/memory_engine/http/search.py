@@ -20,11 +20,17 @@ router = Router()
 
 
 @router.post("/v1/knowledge/search", summary="Search memories and documents (hybrid retrieval)",
+             description="`include`: `raw` adds each fact's structured form, `episodes` the stored turns, `synthesis` "
+                         "a short prose summary of the returned results by the chat model (`synthesis: {text, model, "
+                         "latency_ms}`; the only model call on the read path; absent and listed in `degraded` when no "
+                         "model is configured or the call fails; `results` are always returned).",
              responses=documented({200: (SearchResponseBody, "ranked results")}, *AUTHENTICATED, *WITH_BODY))
 def search(body: Annotated[SearchRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.READ)
     container = get_container()
+    # the chat model (a Bedrock client on AWS) is built only when a search asks for it
+    chat = container.chat_model if "synthesis" in body.include else None
     response = search_knowledge(
-        container.knowledge_index, container.embedder, project_id=principal.project_id, request=body
+        container.knowledge_index, container.embedder, project_id=principal.project_id, request=body, chat=chat,
     )
     return json_response(response.to_body())

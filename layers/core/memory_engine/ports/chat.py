@@ -23,6 +23,8 @@ class ChatModel(ABC):
 
     #: The model id used when ``complete`` gets no ``model``.
     model_id: str
+    #: False only for :class:`NoChatModel`: callers say "no model configured" instead of trying.
+    available: bool = True
 
     @abstractmethod
     def complete(
@@ -41,6 +43,7 @@ class NoChatModel(ChatModel):
     """The local default: no model configured. Every call raises ChatModelNotConfigured."""
 
     model_id = ""
+    available = False
 
     def complete(
         self,

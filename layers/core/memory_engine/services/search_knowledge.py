@@ -24,8 +24,10 @@ from memory_engine.domain.search_models import (
     SignalQuery,
 )
 from memory_engine.errors import EmbeddingError, InvalidInput
+from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.search import KnowledgeIndex
+from memory_engine.services.synthesize_results import synthesize_results
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ def search_knowledge(
     project_id: str,
     request: SearchRequest,
     config: SearchConfig = HYBRID,
+    chat: ChatModel | None = None,
 ) -> SearchResponse:
     """Run one search (SPEC "Retrieval") within ``project_id``.
 
@@ -81,6 +84,10 @@ def search_knowledge(
     a query, results are deterministic reads. An embedding failure degrades to keyword + entity + recency and is
     reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
     wrong dimension; :class:`DatabaseError` when the database fails.
+
+    ``include: ["synthesis"]`` asks ``chat`` for a short prose summary of the page's results (the only
+    model call on the read path, with its latency); absent and listed in ``degraded`` when ``chat`` is
+    missing or fails, never in place of ``results``.
     """
     scopes = Scopes.from_request(request)
     raw = "raw" in request.include
@@ -95,7 +102,13 @@ def search_knowledge(
     else:
         results = _ranked(index, project_id, request, config, scopes, embedding, degraded, raw=raw)
 
-    response = SearchResponse(results=results, degraded=degraded or None)
+    if "synthesis" in request.include:
+        synthesis, note = synthesize_results(chat, request.query, results)
+        if note is not None:
+            degraded.append(note)
+    else:
+        synthesis = None
+    response = SearchResponse(results=results, degraded=degraded or None, synthesis=synthesis)
     if request.render:
         response.context = render(results)
     if "episodes" in request.include and scopes.memories is not None:

@@ -12,6 +12,9 @@ best live match and unchanged (same ``updated_at``). If anything moved meanwhile
 re-decides without the model: skip if a duplicate appeared, else create. So a slow model never
 blocks other writes to the memory, and a stale verdict is never applied. Model failure, timeout,
 blank or unparsable answer -> created. Nothing is ever appended to an entry.
+
+An agent context with no chat model configured (``ChatModel.available`` false) writes as a manual
+write would; the result says so in ``degraded``, as it does when the model call fails.
 """
 
 from __future__ import annotations
@@ -55,11 +58,18 @@ class AgentContext:
     timeout: float = 20.0
 
 
+#: ``WriteResult.degraded`` notes (the wire shape says them as they are).
+MERGE_NO_MODEL = "merge: no chat model configured; written as a manual write (similar facts are not merged)"
+MERGE_MODEL_FAILED = "merge: the chat model did not answer usably; the fact was created"
+
+
 @dataclass(frozen=True)
 class WriteResult:
     action: WriteAction
     entry: MemoryEntry
     superseded_entry_id: str | None = None
+    #: Why an agent write could not merge or supersede (see MERGE_NO_MODEL, MERGE_MODEL_FAILED).
+    degraded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,9 @@ def write_entry(
         check_threshold(duplicate_threshold)
     except ValueError as exc:
         raise InvalidInput(str(exc), details=[{"field": "duplicate_threshold"}]) from exc
+    degraded: tuple[str, ...] = ()
+    if agent is not None and not chat.available:
+        agent, degraded = None, (MERGE_NO_MODEL,)
     context, previous_id = _context(repo, project_id, entry)
     prepared = _prepare(embedder, entry, context, previous_id)
 
@@ -100,12 +113,14 @@ def write_entry(
         best = _best(session, prepared)
         decision = _decide(best, duplicate_threshold, agent)
         if decision is Decision.SKIP and best is not None:
-            return WriteResult("skipped", best.entry)
+            return WriteResult("skipped", best.entry, degraded=degraded)
         if decision is Decision.CREATE:
-            return WriteResult("created", _insert(session, prepared))
+            return WriteResult("created", _insert(session, prepared), degraded=degraded)
     assert best is not None and agent is not None
 
     verdict = _arbitrate(chat, agent, existing=best.entry.content, new=prepared.content)
+    if verdict is None:
+        degraded = (MERGE_MODEL_FAILED,)
     merged_embedding = _embed_merge(embedder, verdict, best.entry, prepared)
 
     with repo.write_session(project_id, entry.memory_id) as session:
@@ -118,7 +133,7 @@ def write_entry(
             and now_best.entry.updated_at == best.entry.updated_at
         )
         if verdict is None or verdict.verdict == "distinct" or not still_same:
-            return WriteResult("created", _insert(session, prepared))
+            return WriteResult("created", _insert(session, prepared), degraded=degraded)
         if verdict.verdict == "merge":
             return WriteResult("updated", _merge(session, best.entry, prepared, verdict, merged_embedding))
         created = _insert(session, prepared)

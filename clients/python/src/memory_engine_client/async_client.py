@@ -1,0 +1,190 @@
+"""The asynchronous client: the same operations as :class:`MemoryEngineClient`, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from memory_engine_client import models as m
+from memory_engine_client._core import Call, RetryPolicy, build, headers, parse, resolve_settings
+from memory_engine_client.errors import APIConnectionError, APITimeoutError
+
+
+class AsyncMemoryEngineClient:
+    """``AsyncMemoryEngineClient(base_url, api_key)``; both default to ``$MEMORY_ENGINE_URL`` (else
+    ``http://127.0.0.1:8787``) and ``$MEMORY_ENGINE_API_KEY``. ``timeout`` is per request (seconds);
+    idempotent calls are retried on 429/5xx and connection errors (``max_retries``, exponential
+    backoff). Errors raise :class:`memory_engine_client.errors.APIError` subclasses carrying the SPEC
+    error code. Use as an async context manager, or await :meth:`close`."""
+
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, *, timeout: float = 30.0,
+                 max_retries: int = 2, backoff: float = 0.5, http_client: httpx.AsyncClient | None = None) -> None:
+        self.base_url, api_key = resolve_settings(base_url, api_key)
+        self.retry = RetryPolicy(max_retries=max_retries, backoff=backoff)
+        self._http = http_client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
+        self._http.headers.update(headers(api_key))
+        self._api_key = api_key
+
+    async def __aenter__(self) -> AsyncMemoryEngineClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, call: Call) -> Any:
+        attempt = 0
+        while True:
+            try:
+                response: httpx.Response | None = await self._http.request(
+                    call.operation.method, call.path, params=call.params, json=call.json)
+            except httpx.TimeoutException as error:
+                failure: Exception = APITimeoutError(f"{call.operation.method} {call.path} timed out: {error}")
+                response = None
+            except httpx.TransportError as error:
+                failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
+                response = None
+            if self.retry.should_retry(call.operation, attempt, response):
+                await asyncio.sleep(self.retry.delay(attempt, response))
+                attempt += 1
+                continue
+            if response is None:
+                raise failure
+            return parse(call, response)
+
+    # --- health ---
+    async def health(self) -> m.Health:
+        return await self._send(build("health"))  # type: ignore[no-any-return]
+
+    # --- memories ---
+    async def create_memory(self, name: str, **fields: Any) -> m.Memory:
+        """Fields: description, tags, metadata."""
+        return await self._send(build("create_memory", body={"name": name, **fields}))  # type: ignore[no-any-return]
+
+    async def list_memories(self, *, tags: list[str] | None = None, limit: int | None = None,
+                      cursor: str | None = None) -> m.MemoryPage:
+        return await self._send(build("list_memories", params={"tags": tags, "limit": limit, "cursor": cursor}))  # type: ignore[no-any-return]
+
+    async def iter_memories(self, *, tags: list[str] | None = None, page_size: int = 100) -> AsyncIterator[m.Memory]:
+        """Every memory (newest first), following ``next_cursor``."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_memories(tags=tags, limit=page_size, cursor=cursor)
+            for item in page.data:
+                yield item
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get_memory(self, memory_id: str) -> m.Memory:
+        return await self._send(build("get_memory", path_params={"memory_id": memory_id}))  # type: ignore[no-any-return]
+
+    async def update_memory(self, memory_id: str, **fields: Any) -> m.Memory:
+        """Fields sent replace the stored ones (name, description, tags, metadata)."""
+        return await self._send(build("update_memory", path_params={"memory_id": memory_id}, body=fields))  # type: ignore[no-any-return]
+
+    async def delete_memory(self, memory_id: str) -> None:
+        await self._send(build("delete_memory", path_params={"memory_id": memory_id}))
+
+    # --- memory entries ---
+    async def write_entry(self, memory_id: str, content: str, **fields: Any) -> m.EntryWriteResult:
+        """The write funnel; ``result.action`` says what happened. ``source_type="agent"`` (with
+        ``agent={"generation_id": ...}``) is the agent path: similar facts may merge or supersede."""
+        body = {"memory_id": memory_id, "content": content, **fields}
+        return await self._send(build("write_entry", body=body))  # type: ignore[no-any-return]
+
+    async def list_entries(self, *, memory_id: str | None = None, include_invalidated: bool | None = None,
+                     limit: int | None = None, cursor: str | None = None) -> m.MemoryEntryPage:
+        params = {"memory_id": memory_id, "limit": limit, "cursor": cursor,
+                  "include_invalidated": None if include_invalidated is None else str(include_invalidated).lower()}
+        return await self._send(build("list_entries", params=params))  # type: ignore[no-any-return]
+
+    async def iter_entries(self, *, memory_id: str | None = None, include_invalidated: bool | None = None,
+                     page_size: int = 100) -> AsyncIterator[m.MemoryEntry]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_entries(memory_id=memory_id, include_invalidated=include_invalidated, limit=page_size,
+                                     cursor=cursor)
+            for item in page.data:
+                yield item
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get_entry(self, entry_id: str) -> m.MemoryEntry:
+        return await self._send(build("get_entry", path_params={"entry_id": entry_id}))  # type: ignore[no-any-return]
+
+    async def replace_entry(self, entry_id: str, **fields: Any) -> m.MemoryEntry:
+        return await self._send(build("replace_entry", path_params={"entry_id": entry_id}, body=fields))  # type: ignore[no-any-return]
+
+    async def delete_entry(self, entry_id: str) -> None:
+        await self._send(build("delete_entry", path_params={"entry_id": entry_id}))
+
+    # --- search ---
+    async def search(self, query: str | None = None, **fields: Any) -> m.SearchResponseBody:
+        """Fields: memory_ids, memory_tags, document_ids, document_paths, limit, render, include, ..."""
+        body = {"query": query, **fields} if query is not None else fields
+        return await self._send(build("search", body=body))  # type: ignore[no-any-return]
+
+    # --- documents ---
+    async def create_document(self, path: str, content: str, **fields: Any) -> m.Document:
+        return await self._send(build("create_document", body={"path": path, "content": content, **fields}))  # type: ignore[no-any-return]
+
+    async def create_documents(self, documents: list[dict[str, Any]]) -> m.DocumentBatchResult:
+        return await self._send(build("create_documents", body={"documents": documents}))  # type: ignore[no-any-return]
+
+    async def create_upload(self, path: str, **fields: Any) -> m.UploadUrl:
+        return await self._send(build("create_upload", body={"path": path, **fields}))  # type: ignore[no-any-return]
+
+    async def upload_document(self, path: str, data: bytes, **fields: Any) -> m.UploadUrl:
+        """Asks for an upload URL and PUTs ``data`` to it (S3 on AWS, the engine locally): ingestion starts."""
+        upload = await self.create_upload(path, **fields)
+        same_host = upload.upload_url.startswith(self.base_url)
+        request_headers = dict(upload.headers)
+        if same_host and self._api_key:
+            request_headers["Authorization"] = f"Bearer {self._api_key}"
+        async with httpx.AsyncClient(timeout=self._http.timeout) as plain:
+            response = await plain.put(upload.upload_url, content=data, headers=request_headers)
+        if response.status_code >= 400:
+            parse(build("create_upload"), response)
+        return upload
+
+    async def list_documents(self, *, path_prefix: str | None = None, tags: list[str] | None = None,
+                       status: str | None = None, limit: int | None = None, cursor: str | None = None) -> m.DocumentPage:
+        params = {"path_prefix": path_prefix, "tags": tags, "status": status, "limit": limit, "cursor": cursor}
+        return await self._send(build("list_documents", params=params))  # type: ignore[no-any-return]
+
+    async def iter_documents(self, *, path_prefix: str | None = None, tags: list[str] | None = None,
+                       status: str | None = None, page_size: int = 100) -> AsyncIterator[m.Document]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_documents(path_prefix=path_prefix, tags=tags, status=status, limit=page_size, cursor=cursor)
+            for item in page.data:
+                yield item
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get_document(self, document_id: str) -> m.Document:
+        return await self._send(build("get_document", path_params={"document_id": document_id}))  # type: ignore[no-any-return]
+
+    async def document_status(self, document_id: str) -> m.DocumentStatusView:
+        return await self._send(build("document_status", path_params={"document_id": document_id}))  # type: ignore[no-any-return]
+
+    async def delete_document(self, document_id: str) -> None:
+        await self._send(build("delete_document", path_params={"document_id": document_id}))
+
+    async def reingest_document(self, document_id: str, **fields: Any) -> m.Document:
+        return await self._send(build("reingest_document", path_params={"document_id": document_id}, body=fields))  # type: ignore[no-any-return]
+
+    # --- embeddings ---
+    async def embed(self, input: str | list[str]) -> m.EmbeddingsResponse:
+        body = {"input": input} if isinstance(input, str) else {"inputs": input}
+        return await self._send(build("embed", body=body))  # type: ignore[no-any-return]
