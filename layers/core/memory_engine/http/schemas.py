@@ -18,6 +18,7 @@ from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
 from memory_engine.domain.search_models import EpisodeResult, SearchResult
 from memory_engine.services.ingestion.documents import BatchItem
+from memory_engine.services.write_batch import DeletedItem, EntryBatchItem
 
 # --- errors ---
 
@@ -90,6 +91,19 @@ class DocumentBatchResult(BaseModel):
     created: int
     unchanged: int
     rejected: int
+
+
+class EntryBatchResult(BaseModel):
+    results: list[EntryBatchItem] = Field(description="one per item, in the order sent")
+    created: int
+    skipped: int
+    rejected: int
+
+
+class EntryBatchDeleteResult(BaseModel):
+    results: list[DeletedItem] = Field(description="one per id, in the order sent")
+    deleted: int
+    not_found: int
 
 
 class DocumentStatusView(BaseModel):
