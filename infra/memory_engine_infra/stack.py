@@ -10,6 +10,7 @@ from constructs import Construct
 from memory_engine_infra.api import Api
 from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database
+from memory_engine_infra.expiry import Expiry
 from memory_engine_infra.extraction import Extraction
 from memory_engine_infra.ingestion import Ingestion
 from memory_engine_infra.lambdas import FunctionFactory, common_environment
@@ -35,10 +36,12 @@ class MemoryEngineStack(Stack):
         self.api = Api(
             self, "Api", config=self.config, database=self.database, ingestion=self.ingestion, functions=factory
         )
+        self.expiry = Expiry(self, "Expiry", database=self.database, functions=factory)
         self.functions = {
             **self.api.functions,
             **{f"Ingestion{name.title().replace('_', '')}": fn for name, fn in self.ingestion.functions.items()},
             "Extraction": self.extraction.consumer,
+            "ExpirySweep": self.expiry.sweeper,
         }
         self.observability = Observability(
             self, "Observability",
@@ -48,6 +51,7 @@ class MemoryEngineStack(Stack):
             dead_letter_queues={
                 "Extraction": self.extraction.dead_letter_queue,
                 "IngestionRule": self.ingestion.rule_dead_letters,
+                "ExpirySchedule": self.expiry.dead_letter_queue,
             },
             http_api=self.api.http_api,
         )
