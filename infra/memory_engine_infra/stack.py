@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+
+from memory_engine import constants as c
 from constructs import Construct
 
 from memory_engine_infra.api import Api
@@ -36,6 +38,9 @@ class MemoryEngineStack(Stack):
         self.api = Api(
             self, "Api", config=self.config, database=self.database, ingestion=self.ingestion, functions=factory
         )
+        # the API publishes memory.forgotten on the engine's bus (POST /v1/forget, purge)
+        self.api.api_function.add_environment(c.ENV_EVENT_BUS_NAME, self.extraction.bus.event_bus_name)
+        self.extraction.bus.grant_put_events_to(self.api.api_function)
         self.expiry = Expiry(self, "Expiry", database=self.database, functions=factory)
         self.functions = {
             **self.api.functions,

@@ -282,6 +282,13 @@ class Container:
 
         return PostgresLifecycle(self.database)
 
+    @cached_property
+    def importer(self) -> Any:
+        """PostgresImporter (memory imports)."""
+        from memory_engine.adapters.postgres.imports import PostgresImporter
+
+        return PostgresImporter(self.database)
+
     # --- end of area sections ---
 
     @property

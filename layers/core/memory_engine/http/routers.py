@@ -7,9 +7,10 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 def api_routers() -> list[Router]:
     """Routes of the write/read API Lambda (`functions/api`)."""
-    from memory_engine.http import documents, embeddings, entries, entry_batches, health, memories
+    from memory_engine.http import documents, embeddings, entries, entry_batches, health, lifecycle, memories
 
-    return [health.router, memories.router, entries.router, entry_batches.router, documents.router, embeddings.router]
+    return [health.router, memories.router, entries.router, entry_batches.router, lifecycle.router, documents.router,
+            embeddings.router]
 
 
 def search_routers() -> list[Router]:

@@ -106,6 +106,15 @@ class EntryBatchDeleteResult(BaseModel):
     not_found: int
 
 
+class ImportResult(BaseModel):
+    memory: Memory = Field(description="the new memory (`metadata.imported_from.id` is the exported id)")
+    entries: int
+    entities: int
+    episodes: int
+    embedded: int = Field(description="rows embedded with this deployment's model (no usable vector in the file)")
+    vectors_reused: bool = Field(description="the file's vectors came from this deployment's model and were kept")
+
+
 class DocumentStatusView(BaseModel):
     status: Literal["pending", "processing", "ready", "failed"]
     total_pages: int | None

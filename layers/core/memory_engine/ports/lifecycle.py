@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
+
+from memory_engine.ports.embedder import Vector
 
 
 class ExpiryRepository(Protocol):
@@ -42,4 +45,67 @@ class ExportRepository(Protocol):
         """Every entry (live and history), oldest first, with ``entities`` ``[{name, type, role}]``
         and, with ``vectors``, ``embedding`` (a list or None)."""
         ...
+    def entity_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
+        """The entities the memory's entries link: ``name`` (normalized), ``display_name``, ``entity_type``."""
+        ...
     def episode_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class ImportedEntity:
+    key: str
+    display_name: str
+    type: str | None
+    embedding: Vector | None
+
+
+@dataclass(frozen=True)
+class ImportedEntry:
+    """An entry to restore under the new ``id``; ``links`` are ``(entity key, role)``."""
+
+    id: str
+    content: str
+    source_type: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    embedding: Vector | None
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    confidence: float
+    source_quote: str | None
+    context: str | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source_conversation_id: str | None
+    source_generation_id: str | None
+    source_event_id: str | None
+    invalidated_at: datetime | None
+    invalidation_reason: str | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    links: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ImportedEpisode:
+    conversation_id: str | None
+    turn_id: str | None
+    event_id: str | None
+    occurred_at: datetime | None
+    transcript: str
+    messages: list[Any]
+    embedding: Vector | None
+    created_at: datetime
+
+
+class ImportRepository(Protocol):
+    """Restores exported rows into a project (the caller's), each call its own transaction."""
+
+    def upsert_entities(self, project_id: str, entities: Sequence[ImportedEntity]) -> None:
+        """An entity the project already has keeps its own type and vector where it has them."""
+        ...
+    def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None: ...
+    def link_superseded(self, project_id: str, pairs: Sequence[tuple[str, str]]) -> None: ...
+    def insert_episodes(self, project_id: str, memory_id: str, episodes: Sequence[ImportedEpisode]) -> int: ...
