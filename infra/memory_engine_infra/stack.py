@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
-
-from memory_engine import constants as c
 from constructs import Construct
 
+from memory_engine import constants as c
 from memory_engine_infra.api import Api
 from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database

@@ -46,7 +46,7 @@ def run_import(args: argparse.Namespace) -> int:
 
     with local_container() as container:
         project = container.projects.get_or_create_project(args.project)
-        source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+        source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         try:
             summary = import_memory(source, project_id=project.id, memories=container.memories,
                                     importer=container.importer, embedder=container.embedder)
