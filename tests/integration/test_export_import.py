@@ -130,7 +130,8 @@ def test_bad_imports_are_422_naming_the_line(api: ApiClient) -> None:
     headers = {"content-type": "application/x-ndjson"}
     assert api.request("POST", "/v1/memories/import", body=b"", headers=headers).status == 422
     assert api.request("POST", "/v1/memories/import", body=b"not json\n", headers=headers).status == 422
-    bad = b'{"type":"header","format":"memory-engine.memory","version":1}\n{"type":"memory","id":"m","name":"x"}\n{"type":"nope"}\n'
+    bad = (b'{"type":"header","format":"memory-engine.memory","version":1}\n'
+           b'{"type":"memory","id":"m","name":"x"}\n{"type":"nope"}\n')
     response = api.request("POST", "/v1/memories/import", body=bad, headers=headers)
     assert response.status == 422 and "line 3" in response.json["error"]["message"]
 
