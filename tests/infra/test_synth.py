@@ -164,10 +164,11 @@ def test_queue_has_dlq_and_visibility_of_six_consumer_timeouts(synthesized: Synt
 
 
 def test_consumer_may_put_events_only_on_its_bus_and_no_other_function_may(synthesized: Synthesized) -> None:
+    # the extraction consumer (memory.extraction.completed) and the API (memory.forgotten, issue 15)
     bus_id = next(iter(synthesized.resources("AWS::Events::EventBus")))
     for name, (logical_id, props) in functions_by_handler(synthesized).items():
         resources = granted(synthesized, logical_id, "events:PutEvents")
-        if name.startswith("memory-engine-extraction:"):
+        if name.startswith(("memory-engine-extraction:", "memory-engine-api:")):
             assert resources == [{"Fn::GetAtt": [bus_id, "Arn"]}]
             assert props["Environment"]["Variables"][c.ENV_EVENT_BUS_NAME] == {"Ref": bus_id}
         else:
