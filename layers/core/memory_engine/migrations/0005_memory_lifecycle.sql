@@ -15,8 +15,3 @@ CREATE INDEX memory_entries_expiry_idx ON memory_entries (expires_at)
 CREATE INDEX memory_entries_source_conversation_idx ON memory_entries (project_id, source_conversation_id)
     WHERE source_conversation_id IS NOT NULL;
 CREATE INDEX extraction_runs_conversation_idx ON extraction_runs (project_id, conversation_id);
-
--- A batch writes its facts in one transaction (one commit): each row still gets the time it was
--- written, not the transaction's start, so lists and conversation order keep the batch's order.
-ALTER TABLE memory_entries ALTER COLUMN created_at SET DEFAULT clock_timestamp();
-ALTER TABLE memory_entries ALTER COLUMN updated_at SET DEFAULT clock_timestamp();

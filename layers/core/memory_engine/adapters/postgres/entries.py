@@ -197,7 +197,10 @@ class PostgresWriteSession:
             "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,
             "expires_at": entry.expires_at,
         }
-        insert = f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES})"
+        # the row's own time, not the transaction's: a batch writes many facts in one transaction
+        # and lists and conversations order by created_at (one value for both columns)
+        insert = (f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}, created_at, updated_at)"
+                  f" SELECT {_INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
         if not links:
             row = self._conn.execute(f"{insert} RETURNING {_PLAIN}, '[]'::json AS entities", params).fetchone()
         else:
