@@ -4,6 +4,13 @@ Usage (from the repository root; ~5 min on 2 cores, most of it seeding and build
 
     .venv/bin/python bench/write_funnel.py                       # embedded PostgreSQL in a temp dir
     DATABASE_URL=postgresql://... .venv/bin/python bench/write_funnel.py --sizes 10000,100000
+    .venv/bin/python bench/write_funnel.py --batch               # batch vs per-request loop over HTTP (~1 min)
+
+``--batch``: the local engine (the one `memory-engine dev` runs: HTTP gateway on 127.0.0.1, the
+local embedding model) writes ``--facts`` short facts (default 100) into a fresh memory twice per
+round: one ``POST /v1/memory-entries`` per fact over a kept-alive connection, then one
+``POST /v1/memory-entries/batch`` with all of them; prints facts/s of each (median of
+``--rounds``) and the ratio. Both include the embedding model; every fact is ``created``.
 
 For each size, a fresh database gets one memory with N live entries (random unit vectors, COPY
 binary), the partial HNSW index is built, and then ``write_entry`` runs ``--writes`` times for new
@@ -189,13 +196,88 @@ def run_size(
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+def short_facts(n: int, tag: str) -> list[str]:
+    people = ["Alice", "Bob", "Carol", "Dan", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy"]
+    things = ["tea", "chess", "Lisbon", "jazz", "cycling", "sushi", "Python", "gardening", "opera", "hiking"]
+    return [f"{people[i % 10]} {['likes', 'visited', 'studies', 'avoids', 'talks about'][i // 10 % 5]} "
+            f"{things[(i * 3 + i // 10) % 10]} ({tag} #{i})." for i in range(n)]
+
+
+def run_batch(facts: int, rounds: int) -> int:
+    """Per-request loop vs one batch over the local engine's HTTP API (see the module docstring)."""
+    import http.client
+    import json
+    from urllib.parse import urlparse
+
+    from memory_engine.adapters.local.engine import LocalEngine
+    from memory_engine.domain.auth import parse_scopes
+    from memory_engine.services.keys import create_api_key
+    from memory_engine.settings import Settings
+
+    with server_uri() as (admin_uri, uri_for), tempfile.TemporaryDirectory(prefix="bench-home-") as home:
+        name = f"bench_batch_{uuid.uuid4().hex[:6]}"
+        with psycopg.connect(admin_uri, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        engine = LocalEngine(Settings(DATABASE_URL=uri_for(name), MEMORY_ENGINE_HOME=home),  # type: ignore[call-arg]
+                             host="127.0.0.1", port=0)
+        base = urlparse(engine.start())
+        try:
+            assert engine.container is not None
+            key = create_api_key(engine.container.projects, project_name="bench", scopes=parse_scopes("read,write")).raw_key
+            conn_http = http.client.HTTPConnection(base.hostname, base.port, timeout=120)
+            headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+            def post(path: str, body: object) -> tuple[int, dict[str, object]]:
+                conn_http.request("POST", path, body=json.dumps(body), headers=headers)
+                response = conn_http.getresponse()
+                return response.status, json.loads(response.read())
+
+            post("/v1/knowledge/search", {"query": "warm up"})  # loads the model before timing
+            loop_rates, batch_rates = [], []
+            for r in range(rounds):
+                memory = post("/v1/memories", {"name": f"loop-{r}"})[1]["id"]
+                texts = short_facts(facts, f"loop {r}")
+                start = time.perf_counter()
+                for text in texts:
+                    status, body = post("/v1/memory-entries", {"memory_id": memory, "content": text})
+                    if status != 201:
+                        raise SystemExit(f"loop write answered {status}: {body}")
+                loop_rates.append(facts / (time.perf_counter() - start))
+
+                memory = post("/v1/memories", {"name": f"batch-{r}"})[1]["id"]
+                texts = short_facts(facts, f"batch {r}")
+                start = time.perf_counter()
+                status, body = post("/v1/memory-entries/batch",
+                                    {"entries": [{"memory_id": memory, "content": t} for t in texts]})
+                batch_rates.append(facts / (time.perf_counter() - start))
+                if status != 200 or body["created"] != facts:
+                    raise SystemExit(f"batch answered {status}: created {body.get('created')}")
+                print(f"  round {r + 1}: loop {loop_rates[-1]:.0f} facts/s, batch {batch_rates[-1]:.0f} facts/s",
+                      file=sys.stderr)
+        finally:
+            engine.stop()
+            with psycopg.connect(admin_uri, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    loop, batch = statistics.median(loop_rates), statistics.median(batch_rates)
+    print(f"\n{facts} short facts over HTTP, local model, median of {rounds} rounds")
+    print(f"per-request loop (POST /v1/memory-entries x {facts}): {loop:7.1f} facts/s")
+    print(f"one batch (POST /v1/memory-entries/batch):            {batch:7.1f} facts/s")
+    print(f"batch / loop: {batch / loop:.1f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", action="store_true", help="batch vs per-request loop over HTTP (local model)")
+    parser.add_argument("--facts", type=int, default=100, help="--batch: facts per write (default 100)")
+    parser.add_argument("--rounds", type=int, default=3, help="--batch: rounds (default 3)")
     parser.add_argument("--sizes", default="10000,100000", help="live entries in the memory (comma-separated)")
     parser.add_argument("--writes", type=int, default=300, help="timed writes per size and action")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
+    if args.batch:
+        return run_batch(args.facts, args.rounds)
     sizes = [int(s) for s in args.sizes.split(",")]
 
     results: dict[int, dict[str, list[float]]] = {}

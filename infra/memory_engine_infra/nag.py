@@ -76,6 +76,11 @@ def suppress_findings(stack: MemoryEngineStack) -> None:
     ack(stack.ingestion.rule_dead_letters, "AwsSolutions-SQS3",
         "This queue IS a dead-letter queue: the EventBridge rule's target DLQ for S3 events it could not deliver "
         "to the state machine (alarmed in Observability).")
+    ack(stack.expiry.dead_letter_queue, "AwsSolutions-SQS3",
+        "This queue IS a dead-letter queue: EventBridge Scheduler's DLQ for expiry-sweep invocations it could not "
+        "deliver (alarmed in Observability).")
+    ack(stack.expiry.scheduler_role, f"AwsSolutions-IAM5[Resource::<{logical_id(stack.expiry.sweeper)}.Arn>:*]",
+        "EventBridge Scheduler may invoke the expiry sweep function and its versions only (CDK grantInvoke).")
     for secret in (stack.database.app_connection_secret, stack.database.search_connection_secret):
         ack(secret, "AwsSolutions-SMG4",
             "Holds no credential (proxy host, port, database, user name): functions authenticate with short-lived "

@@ -7,9 +7,11 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from memory_engine import constants as c
 from memory_engine_infra.api import Api
 from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database
+from memory_engine_infra.expiry import Expiry
 from memory_engine_infra.extraction import Extraction
 from memory_engine_infra.ingestion import Ingestion
 from memory_engine_infra.lambdas import FunctionFactory, common_environment
@@ -35,10 +37,15 @@ class MemoryEngineStack(Stack):
         self.api = Api(
             self, "Api", config=self.config, database=self.database, ingestion=self.ingestion, functions=factory
         )
+        # the API publishes memory.forgotten on the engine's bus (POST /v1/forget, purge)
+        self.api.api_function.add_environment(c.ENV_EVENT_BUS_NAME, self.extraction.bus.event_bus_name)
+        self.extraction.bus.grant_put_events_to(self.api.api_function)
+        self.expiry = Expiry(self, "Expiry", database=self.database, functions=factory)
         self.functions = {
             **self.api.functions,
             **{f"Ingestion{name.title().replace('_', '')}": fn for name, fn in self.ingestion.functions.items()},
             "Extraction": self.extraction.consumer,
+            "ExpirySweep": self.expiry.sweeper,
         }
         self.observability = Observability(
             self, "Observability",
@@ -48,6 +55,7 @@ class MemoryEngineStack(Stack):
             dead_letter_queues={
                 "Extraction": self.extraction.dead_letter_queue,
                 "IngestionRule": self.ingestion.rule_dead_letters,
+                "ExpirySchedule": self.expiry.dead_letter_queue,
             },
             http_api=self.api.http_api,
         )

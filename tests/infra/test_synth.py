@@ -92,8 +92,8 @@ def test_the_api_has_no_authorizer_because_the_functions_authenticate(synthesize
 
 def test_every_function_is_arm64_python312_traced_in_the_vpc_with_both_layers(synthesized: Synthesized) -> None:
     functions = functions_by_handler(synthesized)
-    # api, search, extraction, migrations + one per pipeline step
-    assert len(functions) == 4 + len(STEP_FUNCTION_NAMES)
+    # api, search, extraction, migrations, expiry sweep + one per pipeline step
+    assert len(functions) == 5 + len(STEP_FUNCTION_NAMES)
     for name, (_, props) in functions.items():
         assert props["Runtime"] == "python3.12", name
         assert props["Architectures"] == ["arm64"], name
@@ -164,10 +164,11 @@ def test_queue_has_dlq_and_visibility_of_six_consumer_timeouts(synthesized: Synt
 
 
 def test_consumer_may_put_events_only_on_its_bus_and_no_other_function_may(synthesized: Synthesized) -> None:
+    # the extraction consumer (memory.extraction.completed) and the API (memory.forgotten, issue 15)
     bus_id = next(iter(synthesized.resources("AWS::Events::EventBus")))
     for name, (logical_id, props) in functions_by_handler(synthesized).items():
         resources = granted(synthesized, logical_id, "events:PutEvents")
-        if name.startswith("memory-engine-extraction:"):
+        if name.startswith(("memory-engine-extraction:", "memory-engine-api:")):
             assert resources == [{"Fn::GetAtt": [bus_id, "Arn"]}]
             assert props["Environment"]["Variables"][c.ENV_EVENT_BUS_NAME] == {"Ref": bus_id}
         else:
@@ -446,3 +447,33 @@ def test_every_handler_string_names_a_function_of_its_code_asset(synthesized: Sy
         tree = ast.parse((functions_dir / area / "handler.py").read_text("utf-8"))
         defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
         assert props["Handler"].removeprefix("handler.") in defined, name
+
+
+# --- expiry (issue 15) -----------------------------------------------------------------------------
+
+def test_expiry_sweep_runs_every_minute_from_eventbridge_scheduler(synthesized: Synthesized) -> None:
+    # Given the sweep function
+    logical_id, props = function(synthesized, "expiry")
+    assert props["Timeout"] == 120 and props["Architectures"] == ["arm64"]
+    assert props["ReservedConcurrentExecutions"] == 1  # two sweeps never race
+    # Then one Scheduler schedule invokes it every minute, with retries and a dead-letter queue
+    schedules = synthesized.resources("AWS::Scheduler::Schedule")
+    assert len(schedules) == 1
+    schedule = next(iter(schedules.values()))["Properties"]
+    assert schedule["ScheduleExpression"] == "rate(1 minute)"
+    assert schedule["State"] == "ENABLED"
+    target = schedule["Target"]
+    assert target["Arn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 300, "MaximumRetryAttempts": 2}
+    assert "DeadLetterConfig" in target
+    # and the scheduler's role may invoke exactly that function
+    role_ref = target["RoleArn"]["Fn::GetAtt"][0]
+    invokes = [r for policy in synthesized.resources("AWS::IAM::Policy").values()
+               if {"Ref": role_ref} in policy["Properties"]["Roles"]
+               for st in policy["Properties"]["PolicyDocument"]["Statement"] if "lambda:InvokeFunction" in actions_of(st)
+               for r in resources_of(st)]
+    assert invokes and all(logical_id in json.dumps(r) for r in invokes)
+    # and the function reaches the database as the app user, and nothing else of AWS
+    assert granted(synthesized, logical_id, "rds-db:connect")
+    assert not granted(synthesized, logical_id, "bedrock:InvokeModel")
+    assert not granted(synthesized, logical_id, "events:PutEvents")

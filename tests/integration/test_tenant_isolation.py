@@ -63,7 +63,7 @@ def _populate(container: Container, make_key: Any, name: str, secret: str) -> Te
                                      "tags": [tag], "wait": True}).json
     assert doc["status"] == "ready", doc
     upload = api.post("/v1/documents/uploads", {"path": f"{prefix}upload.md"}).json
-    event = turn_event(project_id=project_id, memory_id=memory["id"],
+    event = turn_event(project_id=project_id, memory_id=memory["id"], conversation_id=f"conv-{secret.lower()}",
                        messages=[{"role": "user", "content": f"Remember the {secret} password."}])
     delivered = api.post("/v1/events", event, params={"wait": "true"})
     assert delivered.status == 200, delivered.json
@@ -134,6 +134,26 @@ def _requests(victim: Tenant, attacker: Tenant) -> st.SearchStrategy[tuple[str, 
     )
 
 
+def _lifecycle_requests(victim: Tenant) -> st.SearchStrategy[tuple[str, str, Any, dict[str, str] | None]]:
+    """The memory lifecycle's routes (issue 15), aimed at the victim: batch writes and deletes,
+    export, forget and purge. (A strategy of its own: adding them to ``_requests`` would change
+    which requests that test's derandomized draws pick.)"""
+    v = victim
+    return st.sampled_from([
+            ("POST", "/v1/memory-entries/batch", {"entries": [
+                {"memory_id": v.memory_id, "content": f"{v.entity} is pwned."},
+                {"memory_id": v.memory_id, "content": f"{v.entity} acquired the {v.secret} launch codes."}]}, None),
+            ("DELETE", "/v1/memory-entries/batch", {"ids": [v.entry_id]}, None),
+            ("GET", f"/v1/memories/{v.memory_id}/export", None, None),
+            ("GET", f"/v1/memories/{v.memory_id}/export", None, {"vectors": "false"}),
+            ("DELETE", f"/v1/memories/{v.memory_id}", None, {"purge": "true"}),
+            ("POST", "/v1/forget", {"conversation_id": f"conv-{v.secret.lower()}"}, None),
+            ("POST", "/v1/forget", {"conversation_id": f"conv-{v.secret.lower()}",
+                                    "memory_id": v.memory_id}, None),
+            ("POST", "/v1/forget", {"memory_id": v.memory_id, "entity": v.entity}, None),
+    ])
+
+
 def _assert_reveals_nothing(response: ApiResponse, victim: Tenant, request: tuple[Any, ...]) -> None:
     text = response.body.decode()
     sent = json.dumps(request)
@@ -184,3 +204,27 @@ def test_same_fact_in_two_projects_is_two_entries(tenants: tuple[Tenant, Tenant]
     written = a.api.post("/v1/memory-entries", {"memory_id": mine["id"], "content": f"{b.entity} acquired the "
                                                                                      f"{b.secret} launch codes."})
     assert written.status == 201 and written.json["id"] != b.entry_id
+
+
+def test_no_lifecycle_request_reveals_or_changes_anothers_data(tenants: tuple[Tenant, Tenant], database_url: str) -> None:
+    a, b = tenants
+    before = {t.project_id: _fingerprint(database_url, t.project_id) for t in tenants}
+
+    @given(data=st.data())
+    @settings(max_examples=30, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    def hostile(data: Any) -> None:
+        # Given an attacker and a lifecycle request aimed at the victim's ids, entity or conversation
+        attacker, victim = data.draw(st.sampled_from([(a, b), (b, a)]), label="attacker, victim")
+        method, path, body, params = request = data.draw(_lifecycle_requests(victim), label="request")
+        # When the attacker's key sends it
+        response = attacker.api.request(method, path, json_body=body, params=params)
+        # Then 404 or a 200 about the attacker's own project only (rejected items, zero counts), nothing changed
+        _assert_reveals_nothing(response, victim, request)
+        if response.status == 200 and "results" in response.json:
+            assert {r["action"] for r in response.json["results"]} <= {"rejected", "not_found"}, response.json
+        if response.status == 200 and "deleted" in response.json and isinstance(response.json["deleted"], dict):
+            assert set(response.json["deleted"].values()) == {0}, response.json
+        for tenant in tenants:
+            assert _fingerprint(database_url, tenant.project_id) == before[tenant.project_id], (request, tenant.name)
+
+    hostile()

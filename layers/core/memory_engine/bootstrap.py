@@ -267,6 +267,28 @@ class Container:
 
         return LocalEventQueue(self.dead_letters)
 
+    # --- memory lifecycle (issue 15): add cached_properties below this line ---
+    @cached_property
+    def expiry(self) -> Any:
+        """PostgresExpiry (the expiry sweep)."""
+        from memory_engine.adapters.postgres.expiry import PostgresExpiry
+
+        return PostgresExpiry(self.database)
+
+    @cached_property
+    def lifecycle(self) -> Any:
+        """PostgresLifecycle (forget, purge, export reads)."""
+        from memory_engine.adapters.postgres.lifecycle import PostgresLifecycle
+
+        return PostgresLifecycle(self.database)
+
+    @cached_property
+    def importer(self) -> Any:
+        """PostgresImporter (memory imports)."""
+        from memory_engine.adapters.postgres.imports import PostgresImporter
+
+        return PostgresImporter(self.database)
+
     # --- end of area sections ---
 
     @property

@@ -41,6 +41,7 @@ S3_WORK_PREFIX = "_work/"  # intermediate pipeline results (pages, chunk batches
 EVENT_SOURCE = "memory-engine"
 DETAIL_TYPE_TURN_COMPLETED = "turn.completed"
 DETAIL_TYPE_EXTRACTION_COMPLETED = "memory.extraction.completed"
+DETAIL_TYPE_MEMORY_FORGOTTEN = "memory.forgotten"
 
 # Which Lambda serves which HTTP route. The CDK app wires API Gateway from this table and the
 # local dev server dispatches with it, so both shapes send a request to the same handler.

@@ -12,14 +12,14 @@ from memory_engine.errors import MemoryEngineError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memory_engine.cli import dev, events, ingest, keys, mcp, migrate, openapi, reembed
+    from memory_engine.cli import dev, events, ingest, keys, mcp, migrate, openapi, reembed, transfer
     from memory_engine.cli import eval as eval_cmd
 
     parser = argparse.ArgumentParser(prog="memory-engine", description="Memory and knowledge engine for AI agents.")
     parser.add_argument("--version", action="version", version=f"memory-engine {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (dev, migrate, keys, ingest, events, reembed, eval_cmd, openapi, mcp):
+    for module in (dev, migrate, keys, ingest, events, reembed, eval_cmd, openapi, mcp, transfer):
         module.register(sub)
     return parser
 

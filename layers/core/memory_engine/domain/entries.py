@@ -38,8 +38,13 @@ MAX_FIELD_CHARS = 1_000  # subject / predicate / object / provenance ids
 MAX_QUOTE_CHARS = 4_000
 #: The text around a fact in its source (e.g. the preceding turn) that is indexed with it.
 MAX_CONTEXT_CHARS = 2_000
+#: The longest ``default_ttl`` of a memory, in seconds (100 years).
+MAX_TTL_SECONDS = 100 * 366 * 86_400
 #: A neighbouring turn is kept in an entry's context up to this many characters.
 CONTEXT_TURN_CHARS = 1_000
+
+#: ``invalidation_reason`` of an entry whose ``expires_at`` passed.
+EXPIRED_REASON = "expired"
 
 SourceType = Literal["manual", "agent", "extraction", "orchestration"]
 EntityRole = Literal["subject", "object", "mention"]
@@ -150,6 +155,9 @@ class NewEntry(BaseModel):
     source_conversation_id: ShortText | None = None
     source_generation_id: ShortText | None = None
     source_event_id: ShortText | None = None
+    #: When the fact stops being returned (search, lists, dedup) and is invalidated with reason
+    #: ``expired``; None takes the memory's ``default_ttl`` (no expiry when that is unset too).
+    expires_at: Timestamp | None = None
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -205,6 +213,7 @@ class MemoryEntry(BaseModel):
     invalidated_at: datetime | None
     superseded_by_entry_id: str | None
     invalidation_reason: str | None
+    expires_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -219,7 +228,8 @@ class MemoryEntry(BaseModel):
 
 
 class Memory(BaseModel):
-    """A named container of entries."""
+    """A named container of entries. ``default_ttl`` (seconds) gives entries written without their
+    own ``expires_at`` one of write time + ``default_ttl``."""
 
     id: str
     project_id: str
@@ -227,5 +237,6 @@ class Memory(BaseModel):
     description: str | None
     tags: list[str]
     metadata: StoredJson | None
+    default_ttl: int | None = None
     created_at: datetime
     updated_at: datetime

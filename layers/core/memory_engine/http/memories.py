@@ -18,6 +18,7 @@ from memory_engine.domain.entries import Memory
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response, no_content, page
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, MemoryPage, documented
+from memory_engine.services.forget import ForgetResult, purge_memory
 from memory_engine.services.memories import MemoryFields, create_memory, list_memories, update_memory
 
 router = Router()
@@ -79,10 +80,17 @@ def update(memory_id: str, body: Annotated[MemoryFields, Body()]) -> Response[An
 
 
 @router.delete(
-    "/v1/memories/<memory_id>", summary="Delete a memory", description="Deletes the memory and all its entries; 204.",
-    responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404),
+    "/v1/memories/<memory_id>", summary="Delete a memory",
+    description=("Deletes the memory and all its entries and episodes; 204. `purge=true` also deletes its extraction "
+                 "runs and the entities no entry links any more, answers 200 with the counts and publishes "
+                 "`memory.forgotten` (see `POST /v1/forget`). A repeat is 404: the memory is gone."),
+    responses=documented({204: (None, "deleted"), 200: (ForgetResult, "purged: what was deleted")}, *AUTHENTICATED,
+                         404, 422),
 )
-def delete(memory_id: str) -> Response[Any]:
+def delete(memory_id: str, purge: Annotated[bool, Query()] = False) -> Response[Any]:
     principal = require(router, Scope.WRITE)
-    get_container().memories.delete(principal.project_id, memory_id)
+    c = get_container()
+    if purge:
+        return json_response(purge_memory(c.lifecycle, c.event_publisher, principal.project_id, memory_id))
+    c.memories.delete(principal.project_id, memory_id)
     return no_content()

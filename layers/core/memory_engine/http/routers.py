@@ -7,10 +7,21 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 def api_routers() -> list[Router]:
     """Routes of the write/read API Lambda (`functions/api`), the web console's static files included."""
-    from memory_engine.http import console, documents, embeddings, entries, extraction_runs, health, mcp, memories
+    from memory_engine.http import (
+        console,
+        documents,
+        embeddings,
+        entries,
+        entry_batches,
+        extraction_runs,
+        health,
+        lifecycle,
+        mcp,
+        memories,
+    )
 
-    return [health.router, memories.router, entries.router, documents.router, embeddings.router,
-            extraction_runs.router, mcp.router, console.router]
+    return [health.router, memories.router, entries.router, entry_batches.router, lifecycle.router, documents.router,
+            embeddings.router, extraction_runs.router, mcp.router, console.router]
 
 
 def search_routers() -> list[Router]:

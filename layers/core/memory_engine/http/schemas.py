@@ -18,6 +18,7 @@ from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
 from memory_engine.domain.search_models import EpisodeResult, SearchResult, Synthesis
 from memory_engine.services.ingestion.documents import BatchItem
+from memory_engine.services.write_batch import DeletedItem, EntryBatchItem
 
 # --- errors ---
 
@@ -93,6 +94,28 @@ class DocumentBatchResult(BaseModel):
     created: int
     unchanged: int
     rejected: int
+
+
+class EntryBatchResult(BaseModel):
+    results: list[EntryBatchItem] = Field(description="one per item, in the order sent")
+    created: int
+    skipped: int
+    rejected: int
+
+
+class EntryBatchDeleteResult(BaseModel):
+    results: list[DeletedItem] = Field(description="one per id, in the order sent")
+    deleted: int
+    not_found: int
+
+
+class ImportResult(BaseModel):
+    memory: Memory = Field(description="the new memory (`metadata.imported_from.id` is the exported id)")
+    entries: int
+    entities: int
+    episodes: int
+    embedded: int = Field(description="rows embedded with this deployment's model (no usable vector in the file)")
+    vectors_reused: bool = Field(description="the file's vectors came from this deployment's model and were kept")
 
 
 class DocumentStatusView(BaseModel):

@@ -46,7 +46,7 @@ class EntryChanges:
 class MemoryRepository(Protocol):
     def create(
         self, project_id: str, *, name: str, description: str | None = None, tags: Sequence[str] = (),
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None, default_ttl: int | None = None,
     ) -> Memory: ...
     def get(self, project_id: str, memory_id: str) -> Memory:
         """Raises NotFound unless the memory exists in the project."""
@@ -55,7 +55,7 @@ class MemoryRepository(Protocol):
         self, project_id: str, *, tag_globs: Sequence[str] = (), limit: int = 20, cursor: Cursor | None = None
     ) -> tuple[list[Memory], str | None]: ...
     def update(self, project_id: str, memory_id: str, fields: dict[str, Any]) -> Memory:
-        """Replaces the given columns (name, description, tags, metadata). Raises NotFound."""
+        """Replaces the given columns (name, description, tags, metadata, default_ttl). Raises NotFound."""
         ...
     def delete(self, project_id: str, memory_id: str) -> None:
         """Deletes the memory and its entries. Raises NotFound."""
@@ -98,6 +98,16 @@ class EntryRepository(Protocol):
         are serialized. Raises NotFound when the memory is not in the project."""
         ...
 
+    def one_transaction(
+        self, project_id: str, memory_ids: Sequence[str]
+    ) -> contextlib.AbstractContextManager[EntryRepository]:
+        """A view of this repository whose write sessions share one transaction (each is a
+        savepoint), committed when the block ends: a batch of writes pays one commit (one disk
+        flush) instead of one per fact, and each write sees the ones before it. The write locks of
+        ``memory_ids`` (those in the project) are taken up front in a fixed order, so two batches
+        cannot deadlock. A database failure rolls the whole block back."""
+        ...
+
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         """``(id, "<subject>: <content>")`` of the most recent live entry of ``conversation_id``
         in the memory (the content alone when it has no subject); None when there is none."""
@@ -117,6 +127,9 @@ class EntryRepository(Protocol):
         ...
     def delete(self, project_id: str, entry_id: str) -> None:
         """Raises NotFound."""
+        ...
+    def delete_many(self, project_id: str, entry_ids: Sequence[str]) -> set[str]:
+        """Deletes the project's entries among ``entry_ids``; returns the ids deleted (others: absent)."""
         ...
 
 

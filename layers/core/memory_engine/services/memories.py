@@ -18,6 +18,7 @@ from memory_engine.domain.entries import (
     MAX_NAME_CHARS,
     MAX_QUOTE_CHARS,
     MAX_TAGS,
+    MAX_TTL_SECONDS,
     EntityRef,
     Memory,
     MemoryEntry,
@@ -48,6 +49,9 @@ class MemoryFields(BaseModel):
     description: Text | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
     tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
     metadata: JsonObject | None = None
+    default_ttl: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description=(
+        "seconds: entries written without their own `expires_at` expire this long after they are written; "
+        "`null` (the default) means they do not expire"))
 
     @field_validator("name")
     @classmethod
@@ -68,7 +72,8 @@ def create_memory(memories: MemoryRepository, project_id: str, fields: MemoryFie
         raise InvalidInput("name is required", details=[{"field": "name"}])
     check_metadata(fields.metadata)
     return memories.create(
-        project_id, name=fields.name, description=fields.description, tags=fields.tags or [], metadata=fields.metadata
+        project_id, name=fields.name, description=fields.description, tags=fields.tags or [], metadata=fields.metadata,
+        default_ttl=fields.default_ttl,
     )
 
 
@@ -132,6 +137,7 @@ class EntryReplacement(BaseModel):
     valid_from: Timestamp | None = None
     valid_to: Timestamp | None = None
     source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
+    expires_at: Timestamp | None = None
 
     @field_validator("tags")
     @classmethod

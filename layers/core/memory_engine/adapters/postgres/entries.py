@@ -20,7 +20,7 @@ from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.cursor import Cursor, next_cursor
 from memory_engine.domain.entities import EntityLink
-from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
+from memory_engine.domain.entries import EXPIRED_REASON, MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
@@ -28,8 +28,28 @@ from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
 _PLAIN = (
     "id, project_id, memory_id, content, source_type, tags, metadata, subject, predicate, object, confidence,"
     " source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
-    " invalidated_at, superseded_by_entry_id, invalidation_reason, created_at, updated_at"
+    " invalidated_at, superseded_by_entry_id, invalidation_reason, expires_at, created_at, updated_at"
 )
+
+
+def not_expired(alias: str = "e") -> str:
+    """The read-time expiry filter: an entry past its ``expires_at`` is out of every read and of
+    the funnel's dedup at once, before the sweep invalidates it."""
+    return f"({alias}.expires_at IS NULL OR {alias}.expires_at > now())"
+
+
+def _read_column(column: str) -> str:
+    # An entry past its expiry reads as invalidated (reason 'expired', at its expiry) even before
+    # the sweep has written that, so a read never contradicts the filter above.
+    if column == "invalidated_at":
+        return "CASE WHEN e.invalidated_at IS NULL AND e.expires_at <= now() THEN e.expires_at" \
+               " ELSE e.invalidated_at END AS invalidated_at"
+    if column == "invalidation_reason":
+        return f"CASE WHEN e.invalidated_at IS NULL AND e.expires_at <= now() THEN '{EXPIRED_REASON}'" \
+               " ELSE e.invalidation_reason END AS invalidation_reason"
+    return f"e.{column}"
+
+
 #: An entry's entities as the API lists them everywhere (the entry, lists, search results):
 #: subject, object, mention, then by name. Format with the entry table's ``alias``.
 ENTITIES_OF = (
@@ -38,14 +58,23 @@ ENTITIES_OF = (
     " FROM entry_entities l JOIN entities n ON n.id = l.entity_id WHERE l.entry_id = {alias}.id)"
 )
 #: The entry as the API returns it, from table alias ``e``.
-ENTRY_SELECT = ", ".join(f"e.{c.strip()}" for c in _PLAIN.split(",")) + ", " + ENTITIES_OF.format(alias="e") + " AS entities"
+ENTRY_SELECT = (
+    ", ".join(_read_column(c.strip()) for c in _PLAIN.split(",")) + ", " + ENTITIES_OF.format(alias="e") + " AS entities"
+)
 
 _INSERT_COLUMNS = (
     "id, project_id, memory_id, content, source_type, tags, metadata, embedding, subject, predicate, object,"
-    " confidence, source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id"
+    " confidence, source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
+    " expires_at"
+)
+#: An entry without its own expiry takes the memory's ``default_ttl`` (seconds) from now.
+_EXPIRES_AT = (
+    "coalesce(%(expires_at)s::timestamptz,"
+    " now() + (SELECT make_interval(secs => dm.default_ttl) FROM memories dm WHERE dm.id = %(m)s))"
 )
 _INSERT_VALUES = ", ".join(
-    "%(" + {"project_id": "p", "memory_id": "m"}.get(c.strip(), c.strip()) + ")s" for c in _INSERT_COLUMNS.split(",")
+    _EXPIRES_AT if c.strip() == "expires_at" else "%(" + {"project_id": "p", "memory_id": "m"}.get(c.strip(), c.strip()) + ")s"
+    for c in _INSERT_COLUMNS.split(",")
 )
 
 #: Entities upserted and linked in the same statement as the entry write (``{target}`` is the CTE
@@ -125,10 +154,10 @@ class PostgresWriteSession:
         rows = self._conn.execute(
             f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"
             " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
-            " AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
+            f" AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
             " UNION ALL"
             f" (SELECT {ENTRY_SELECT}, 1 - (e.embedding <=> %(v)s) AS similarity FROM memory_entries e"
-            " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
+            f" WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL AND {not_expired()}"
             " ORDER BY e.embedding <=> %(v)s LIMIT %(k)s)",
             {"v": embedding, "m": self._memory_id, "p": self._project_id, "k": k, "c": content},
         ).fetchall()
@@ -141,7 +170,7 @@ class PostgresWriteSession:
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
         row = self._conn.execute(
             f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.memory_id = %(m)s AND e.project_id = %(p)s"
-            " AND e.invalidated_at IS NULL AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s"
+            f" AND e.invalidated_at IS NULL AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s"
             " ORDER BY e.created_at LIMIT 1",
             {"m": self._memory_id, "p": self._project_id, "c": content},
         ).fetchone()
@@ -150,7 +179,7 @@ class PostgresWriteSession:
     def get_live(self, entry_id: str) -> MemoryEntry | None:
         row = self._conn.execute(
             f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"
-            " AND e.invalidated_at IS NULL",
+            f" AND e.invalidated_at IS NULL AND {not_expired()}",
             (entry_id, self._memory_id, self._project_id),
         ).fetchone()
         return _entry(row) if row else None
@@ -166,8 +195,12 @@ class PostgresWriteSession:
             "confidence": entry.confidence, "source_quote": entry.source_quote, "context": context,
             "valid_from": entry.valid_from, "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
             "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,
+            "expires_at": entry.expires_at,
         }
-        insert = f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}) VALUES ({_INSERT_VALUES})"
+        # the row's own time, not the transaction's: a batch writes many facts in one transaction
+        # and lists and conversations order by created_at (one value for both columns)
+        insert = (f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}, created_at, updated_at)"
+                  f" SELECT {_INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
         if not links:
             row = self._conn.execute(f"{insert} RETURNING {_PLAIN}, '[]'::json AS entities", params).fetchone()
         else:
@@ -216,6 +249,18 @@ class PostgresWriteSession:
         )
 
 
+def _conversation_context(
+    conn: psycopg.Connection[dict[str, Any]], project_id: str, memory_id: str, conversation_id: str
+) -> tuple[str, str] | None:
+    row = conn.execute(
+        "SELECT e.id, e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"
+        f" AND e.invalidated_at IS NULL AND {not_expired()} AND e.project_id = %s"
+        " ORDER BY e.created_at DESC, e.id DESC LIMIT 1",
+        (memory_id, conversation_id, project_id),
+    ).fetchone()
+    return None if row is None else (str(row["id"]), turn_text(row["subject"], row["content"]))
+
+
 def _lock_memory(conn: psycopg.Connection[dict[str, Any]], project_id: str, memory_id: str, ef_search: int) -> None:
     """Check the memory is in the project and take its write lock (plus the HNSW knobs) in one trip."""
     row = conn.execute(
@@ -244,14 +289,19 @@ class PostgresEntryRepository:
             _lock_memory(conn, project_id, memory_id, self._ef_search)
             yield PostgresWriteSession(conn, project_id, memory_id)
 
+    @contextlib.contextmanager
+    def one_transaction(self, project_id: str, memory_ids: Sequence[str]) -> Iterator[PostgresEntryRepository]:
+        with self._db.connection() as conn, conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(m.id, 0) AS h FROM memories m"
+                " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks",
+                (project_id, sorted(set(memory_ids))),
+            ).fetchall()
+            yield _SharedTransactionEntries(self, conn)
+
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         with self._db.connection() as conn:
-            row = conn.execute(
-                "SELECT e.id, e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"
-                " AND e.invalidated_at IS NULL AND e.project_id = %s ORDER BY e.created_at DESC, e.id DESC LIMIT 1",
-                (memory_id, conversation_id, project_id),
-            ).fetchone()
-        return None if row is None else (str(row["id"]), turn_text(row["subject"], row["content"]))
+            return _conversation_context(conn, project_id, memory_id, conversation_id)
 
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
         with self._db.connection() as conn:
@@ -273,7 +323,7 @@ class PostgresEntryRepository:
             clauses.append("e.memory_id = %(m)s")
             params["m"] = memory_id
         if not include_invalidated:
-            clauses.append("e.invalidated_at IS NULL")
+            clauses.extend(["e.invalidated_at IS NULL", not_expired()])
         if cursor is not None:
             clauses.append("(e.created_at, e.id) < (%(c_at)s, %(c_id)s)")
             params.update(c_at=cursor.created_at, c_id=cursor.id)
@@ -334,3 +384,31 @@ class PostgresEntryRepository:
             cur = conn.execute("DELETE FROM memory_entries WHERE id = %s AND project_id = %s", (entry_id, project_id))
             if cur.rowcount == 0:
                 raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
+
+    def delete_many(self, project_id: str, entry_ids: Sequence[str]) -> set[str]:
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "DELETE FROM memory_entries WHERE project_id = %s AND id = ANY(%s::text[]) RETURNING id",
+                (project_id, list(entry_ids)),
+            ).fetchall()
+        return {str(r["id"]) for r in rows}
+
+
+class _SharedTransactionEntries(PostgresEntryRepository):
+    """What :meth:`PostgresEntryRepository.one_transaction` yields: the funnel's two repository
+    calls (``write_session``, ``conversation_context``) on one open transaction; the other
+    methods run on their own connections as usual."""
+
+    def __init__(self, parent: PostgresEntryRepository, conn: psycopg.Connection[dict[str, Any]]) -> None:
+        super().__init__(parent._db, ef_search=parent._ef_search)
+        self._conn = conn
+
+    @contextlib.contextmanager
+    def write_session(self, project_id: str, memory_id: str) -> Iterator[PostgresWriteSession]:
+        # a savepoint per write: an item that fails (e.g. an unknown memory) leaves the batch usable
+        with self._conn.transaction():
+            _lock_memory(self._conn, project_id, memory_id, self._ef_search)
+            yield PostgresWriteSession(self._conn, project_id, memory_id)
+
+    def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
+        return _conversation_context(self._conn, project_id, memory_id, conversation_id)

@@ -14,8 +14,8 @@ from memory_engine.domain.entries import Memory
 from memory_engine.domain.globs import globs_to_like
 from memory_engine.errors import NotFound
 
-_COLUMNS = "id, project_id, name, description, tags, metadata, created_at, updated_at"
-_UPDATABLE = ("name", "description", "tags", "metadata")
+_COLUMNS = "id, project_id, name, description, tags, metadata, default_ttl, created_at, updated_at"
+_UPDATABLE = ("name", "description", "tags", "metadata", "default_ttl")
 
 
 def _memory(row: dict[str, Any]) -> Memory:
@@ -34,14 +34,14 @@ class PostgresMemoryRepository:
 
     def create(
         self, project_id: str, *, name: str, description: str | None = None, tags: Sequence[str] = (),
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None, default_ttl: int | None = None,
     ) -> Memory:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"INSERT INTO memories (id, project_id, name, description, tags, metadata)"
-                f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+                f"INSERT INTO memories (id, project_id, name, description, tags, metadata, default_ttl)"
+                f" VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
                 (ids.new_id(ids.MEMORY), project_id, name, description, list(tags),
-                 Jsonb(metadata) if metadata is not None else None),
+                 Jsonb(metadata) if metadata is not None else None, default_ttl),
             ).fetchone()
         assert row is not None
         return _memory(row)

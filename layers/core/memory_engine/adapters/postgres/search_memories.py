@@ -12,7 +12,7 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import bm25
-from memory_engine.adapters.postgres.entries import ENTITIES_OF
+from memory_engine.adapters.postgres.entries import ENTITIES_OF, not_expired
 from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKeys, SignalQuery
 
 SOURCE: Final = "memory"
@@ -56,6 +56,7 @@ def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
             " AND EXISTS (SELECT 1 FROM unnest(m.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[])))"
         )
     parts.append("(" + " OR ".join(which or ["false"]) + ")")
+    parts.append(not_expired(a))  # nothing expired is ever returned, before or after the sweep
     if scope.as_of is None:
         parts.append(f"{a}.invalidated_at IS NULL")
     else:

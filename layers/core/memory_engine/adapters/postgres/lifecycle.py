@@ -1,0 +1,174 @@
+"""Forgetting (hard deletes) and export reads in PostgreSQL, every statement scoped by project.
+
+Each forget runs in one transaction under the write locks of the memories it touches (so no
+funnel write interleaves), deletes entries (live and history; their entity links cascade),
+episodes and extraction runs, then the entities those entries named that no entry links any more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.entries import ENTITIES_OF
+from memory_engine.errors import NotFound
+
+#: Rows per page when streaming an export (a server-side cursor: memory use is one page).
+EXPORT_PAGE = 500
+
+_ENTRY_COLUMNS = (
+    "e.id, e.content, e.source_type, e.tags, e.metadata, e.subject, e.predicate, e.object, e.confidence,"
+    " e.source_quote, e.context, e.valid_from, e.valid_to, e.source_conversation_id, e.source_generation_id,"
+    " e.source_event_id, e.invalidated_at, e.superseded_by_entry_id, e.invalidation_reason, e.expires_at,"
+    " e.created_at, e.updated_at"
+)
+
+
+def _counts(entries: int = 0, episodes: int = 0, runs: int = 0, entities: int = 0) -> dict[str, int]:
+    return {"entries": entries, "episodes": episodes, "extraction_runs": runs, "entities": entities}
+
+
+def _lock(conn: psycopg.Connection[Any], memory_ids: list[str]) -> None:
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(id, 0) AS h FROM unnest(%s::text[]) AS m(id)"
+        " ORDER BY id) locks", (sorted(set(memory_ids)),),
+    ).fetchall()
+
+
+def _memory_exists(conn: psycopg.Connection[Any], project_id: str, memory_id: str) -> None:
+    if conn.execute("SELECT 1 FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)).fetchone() is None:
+        raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+
+
+def _delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: list[str]) -> tuple[int, list[str]]:
+    """Deletes the entries; returns (how many, the entities they linked)."""
+    if not entry_ids:
+        return 0, []
+    entity_ids = [r["entity_id"] for r in conn.execute(
+        "SELECT DISTINCT entity_id FROM entry_entities WHERE entry_id = ANY(%s::text[])", (entry_ids,)).fetchall()]
+    deleted = conn.execute("DELETE FROM memory_entries WHERE project_id = %s AND id = ANY(%s::text[])",
+                           (project_id, entry_ids)).rowcount
+    return deleted, entity_ids
+
+
+def _delete_orphans(conn: psycopg.Connection[Any], project_id: str, entity_ids: list[str]) -> int:
+    if not entity_ids:
+        return 0
+    return conn.execute(
+        "DELETE FROM entities n WHERE n.project_id = %s AND n.id = ANY(%s::text[])"
+        " AND NOT EXISTS (SELECT 1 FROM entry_entities l WHERE l.entity_id = n.id)", (project_id, entity_ids),
+    ).rowcount
+
+
+class PostgresLifecycle:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    # --- forgetting ---
+
+    def forget_conversation(self, project_id: str, conversation_id: str, *, memory_id: str | None) -> dict[str, int]:
+        in_memory = " AND memory_id = %(m)s" if memory_id is not None else ""
+        params = {"p": project_id, "c": conversation_id, "m": memory_id}
+        with self._db.connection() as conn:
+            if memory_id is not None:
+                _memory_exists(conn, project_id, memory_id)
+            memories = [r["memory_id"] for r in conn.execute(
+                "SELECT DISTINCT memory_id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s"
+                f"{in_memory} UNION SELECT DISTINCT memory_id FROM episodes WHERE project_id = %(p)s"
+                f" AND conversation_id = %(c)s AND memory_id IS NOT NULL{in_memory}", params).fetchall()]
+            _lock(conn, memories)
+            entry_ids = [r["id"] for r in conn.execute(
+                f"SELECT id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s{in_memory}",
+                params).fetchall()]
+            entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            runs = conn.execute(
+                f"DELETE FROM extraction_runs WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,
+            ).rowcount
+            episodes = conn.execute(
+                f"DELETE FROM episodes WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,
+            ).rowcount
+            entities = _delete_orphans(conn, project_id, entity_ids)
+        return _counts(entries, episodes, runs, entities)
+
+    def forget_entity(self, project_id: str, memory_id: str, entity: str) -> dict[str, int]:
+        with self._db.connection() as conn:
+            _memory_exists(conn, project_id, memory_id)
+            _lock(conn, [memory_id])
+            found = conn.execute("SELECT id, display_name FROM entities WHERE project_id = %s AND name = %s",
+                                 (project_id, entity)).fetchone()
+            if found is None:
+                return _counts()
+            entry_ids = [r["id"] for r in conn.execute(
+                "SELECT e.id FROM memory_entries e JOIN entry_entities l ON l.entry_id = e.id"
+                " WHERE e.project_id = %s AND e.memory_id = %s AND l.entity_id = %s", (project_id, memory_id, found["id"]),
+            ).fetchall()]
+            entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            # the turns that name the entity (word boundaries, any case) and the runs that read them
+            pattern = r"\m" + re.sub(r"([^\w\s])", r"\\\1", entity) + r"\M"
+            episode_ids = [r["id"] for r in conn.execute(
+                "SELECT id FROM episodes WHERE project_id = %s AND memory_id = %s AND transcript ~* %s",
+                (project_id, memory_id, pattern)).fetchall()]
+            runs = conn.execute("DELETE FROM extraction_runs WHERE project_id = %s AND episode_id = ANY(%s::text[])",
+                                (project_id, episode_ids)).rowcount if episode_ids else 0
+            episodes = conn.execute("DELETE FROM episodes WHERE project_id = %s AND id = ANY(%s::text[])",
+                                    (project_id, episode_ids)).rowcount if episode_ids else 0
+            entities = _delete_orphans(conn, project_id, sorted({*entity_ids, found["id"]}))
+        return _counts(entries, episodes, runs, entities)
+
+    def purge_memory(self, project_id: str, memory_id: str) -> dict[str, int]:
+        with self._db.connection() as conn:
+            _memory_exists(conn, project_id, memory_id)
+            _lock(conn, [memory_id])
+            entry_ids = [r["id"] for r in conn.execute(
+                "SELECT id FROM memory_entries WHERE project_id = %s AND memory_id = %s", (project_id, memory_id)).fetchall()]
+            entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            runs = conn.execute("DELETE FROM extraction_runs WHERE project_id = %s AND memory_id = %s",
+                                (project_id, memory_id)).rowcount
+            episodes = conn.execute("DELETE FROM episodes WHERE project_id = %s AND memory_id = %s",
+                                    (project_id, memory_id)).rowcount
+            conn.execute("DELETE FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id))
+            entities = _delete_orphans(conn, project_id, entity_ids)
+        return _counts(entries, episodes, runs, entities)
+
+    # --- export reads ---
+
+    def memory_record(self, project_id: str, memory_id: str) -> dict[str, Any]:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT id, name, description, tags, metadata, default_ttl, created_at, updated_at FROM memories"
+                " WHERE id = %s AND project_id = %s", (memory_id, project_id)).fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+        return dict(row)
+
+    def _stream(self, sql: str, params: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+        with self._db.connection() as conn, conn.cursor(name="export") as cursor:
+            cursor.itersize = EXPORT_PAGE
+            cursor.execute(sql, params)
+            for row in cursor:
+                yield dict(row)
+
+    def entry_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
+        vector = ", e.embedding::text AS embedding" if vectors else ""
+        yield from self._stream(
+            f"SELECT {_ENTRY_COLUMNS}, {ENTITIES_OF.format(alias='e')} AS entities{vector} FROM memory_entries e"
+            " WHERE e.project_id = %s AND e.memory_id = %s ORDER BY e.created_at, e.id", (project_id, memory_id))
+
+    def entity_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
+        vector = ", n.embedding::text AS embedding" if vectors else ""
+        yield from self._stream(
+            f"SELECT n.name, n.display_name, n.type AS entity_type{vector} FROM entities n WHERE n.project_id = %s AND EXISTS ("
+            " SELECT 1 FROM entry_entities l JOIN memory_entries e ON e.id = l.entry_id"
+            " WHERE l.entity_id = n.id AND e.memory_id = %s AND e.project_id = %s) ORDER BY n.name",
+            (project_id, memory_id, project_id))
+
+    def episode_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
+        vector = ", ep.embedding::text AS embedding" if vectors else ""
+        yield from self._stream(
+            "SELECT ep.id, ep.conversation_id, ep.turn_id, ep.event_id, ep.occurred_at, ep.transcript, ep.messages,"
+            f" ep.created_at{vector} FROM episodes ep WHERE ep.project_id = %s AND ep.memory_id = %s"
+            " ORDER BY ep.created_at, ep.id", (project_id, memory_id))

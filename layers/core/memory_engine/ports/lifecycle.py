@@ -1,0 +1,111 @@
+"""Ports of the memory lifecycle (issue 15): expiry sweeps, forgetting, export and import."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from memory_engine.ports.embedder import Vector
+
+
+class ExpiryRepository(Protocol):
+    """Invalidates entries whose ``expires_at`` passed (all projects: an operator job)."""
+
+    def invalidate_expired(self, *, now: datetime, limit: int) -> int:
+        """Invalidates up to ``limit`` live entries with ``expires_at <= now`` (reason ``expired``,
+        ``invalidated_at`` = their ``expires_at``); returns how many."""
+        ...
+
+
+class ForgetRepository(Protocol):
+    """Hard deletes of what came from a conversation or concerns an entity, scoped by project.
+    Each method runs in one transaction and returns ``{entries, episodes, extraction_runs,
+    entities}`` counts of the rows deleted (zeros when there was nothing left: idempotent)."""
+
+    def forget_conversation(self, project_id: str, conversation_id: str, *, memory_id: str | None) -> dict[str, int]:
+        """Raises NotFound when ``memory_id`` is given and not in the project."""
+        ...
+    def forget_entity(self, project_id: str, memory_id: str, entity: str) -> dict[str, int]:
+        """``entity`` is a normalized entity name. Raises NotFound when the memory is not in the project."""
+        ...
+    def purge_memory(self, project_id: str, memory_id: str) -> dict[str, int]:
+        """Deletes the memory and everything from it. Raises NotFound."""
+        ...
+
+
+class ExportRepository(Protocol):
+    """Reads a memory for export, page by page (nothing holds the whole memory in memory)."""
+
+    def memory_record(self, project_id: str, memory_id: str) -> dict[str, Any]:
+        """Raises NotFound."""
+        ...
+    def entry_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
+        """Every entry (live and history), oldest first, with ``entities`` ``[{name, type, role}]``
+        and, with ``vectors``, ``embedding`` (a list or None)."""
+        ...
+    def entity_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
+        """The entities the memory's entries link: ``name`` (normalized), ``display_name``, ``entity_type``."""
+        ...
+    def episode_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class ImportedEntity:
+    key: str
+    display_name: str
+    type: str | None
+    embedding: Vector | None
+
+
+@dataclass(frozen=True)
+class ImportedEntry:
+    """An entry to restore under the new ``id``; ``links`` are ``(entity key, role)``."""
+
+    id: str
+    content: str
+    source_type: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    embedding: Vector | None
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    confidence: float
+    source_quote: str | None
+    context: str | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source_conversation_id: str | None
+    source_generation_id: str | None
+    source_event_id: str | None
+    invalidated_at: datetime | None
+    invalidation_reason: str | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    links: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ImportedEpisode:
+    conversation_id: str | None
+    turn_id: str | None
+    event_id: str | None
+    occurred_at: datetime | None
+    transcript: str
+    messages: list[Any]
+    embedding: Vector | None
+    created_at: datetime
+
+
+class ImportRepository(Protocol):
+    """Restores exported rows into a project (the caller's), each call its own transaction."""
+
+    def upsert_entities(self, project_id: str, entities: Sequence[ImportedEntity]) -> None:
+        """An entity the project already has keeps its own type and vector where it has them."""
+        ...
+    def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None: ...
+    def link_superseded(self, project_id: str, pairs: Sequence[tuple[str, str]]) -> None: ...
+    def insert_episodes(self, project_id: str, memory_id: str, episodes: Sequence[ImportedEpisode]) -> int: ...

@@ -1,0 +1,80 @@
+"""Forgetting on request: hard deletes of what came from a conversation, of an entity of a
+memory, or of a whole memory (``purge``), with counts and a ``memory.forgotten`` event.
+
+Idempotent: a repeated call finds nothing left, deletes nothing, answers zeros and publishes no
+event. Publishing is best-effort after the deletion committed (a bus failure is logged, never
+turns a done deletion into an error).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memory_engine import constants as c
+from memory_engine.domain.entities import normalize_entity_name
+from memory_engine.domain.validation import Text
+from memory_engine.ports.events import EventPublisher
+from memory_engine.ports.lifecycle import ForgetRepository
+
+logger = logging.getLogger(__name__)
+
+
+class ForgetRequest(BaseModel):
+    """Body of ``POST /v1/forget``: ``{conversation_id, memory_id?}`` or ``{memory_id, entity}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversation_id: Text | None = Field(None, min_length=1, max_length=1_000)
+    memory_id: Text | None = Field(None, min_length=1, max_length=64)
+    entity: Text | None = Field(None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ForgetRequest:
+        if (self.conversation_id is None) == (self.entity is None):
+            raise ValueError("send either conversation_id (optionally with memory_id) or memory_id with entity")
+        if self.entity is not None and (self.memory_id is None or not normalize_entity_name(self.entity)):
+            raise ValueError("entity needs memory_id and a non-blank name")
+        return self
+
+
+class ForgetCounts(BaseModel):
+    entries: int = Field(description="entries deleted, live and history")
+    episodes: int
+    extraction_runs: int
+    entities: int = Field(description="entities no entry links any more")
+
+
+class ForgetResult(BaseModel):
+    deleted: ForgetCounts
+
+
+def forget(repo: ForgetRepository, publisher: EventPublisher, project_id: str, request: ForgetRequest) -> ForgetResult:
+    """Raises NotFound when ``memory_id`` is not in the project."""
+    if request.conversation_id is not None:
+        counts = repo.forget_conversation(project_id, request.conversation_id, memory_id=request.memory_id)
+        scope: dict[str, Any] = {"conversation_id": request.conversation_id, "memory_id": request.memory_id}
+    else:
+        assert request.memory_id is not None and request.entity is not None
+        counts = repo.forget_entity(project_id, request.memory_id, normalize_entity_name(request.entity))
+        scope = {"memory_id": request.memory_id, "entity": request.entity}
+    _publish(publisher, project_id, scope, counts)
+    return ForgetResult(deleted=ForgetCounts(**counts))
+
+
+def purge_memory(repo: ForgetRepository, publisher: EventPublisher, project_id: str, memory_id: str) -> ForgetResult:
+    """The memory and everything from it. Raises NotFound (also on a repeat: it is gone)."""
+    counts = repo.purge_memory(project_id, memory_id)
+    _publish(publisher, project_id, {"memory_id": memory_id, "purge": True}, {**counts, "memories": 1})
+    return ForgetResult(deleted=ForgetCounts(**counts))
+
+
+def _publish(publisher: EventPublisher, project_id: str, scope: dict[str, Any], counts: dict[str, int]) -> None:
+    if not any(counts.values()):
+        return  # nothing was deleted: a repeat is a no-op, on the bus too
+    try:
+        publisher.publish(c.DETAIL_TYPE_MEMORY_FORGOTTEN, {"project_id": project_id, **scope, "deleted": counts})
+    except Exception:
+        logger.exception("could not publish %s for project %s", c.DETAIL_TYPE_MEMORY_FORGOTTEN, project_id)
