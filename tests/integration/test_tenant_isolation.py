@@ -120,7 +120,10 @@ def _requests(victim: Tenant, attacker: Tenant) -> st.SearchStrategy[tuple[str, 
             ("GET", f"/v1/documents/{v.document_id}/status", None, None),
             ("POST", f"/v1/documents/{v.document_id}/ingest", {"chunk_strategy": "size", "chunk_size": 100}, None),
             ("DELETE", f"/v1/documents/{v.document_id}", None, None),
-            ("PUT", f"/v1/local-uploads/{v.upload_token}", None, None),
+            # an upload URL is a bearer capability, like a presigned S3 URL: holding the victim's genuine
+            # URL is holding its credential (tests/unit/test_upload_tokens.py). What a key of another
+            # project must never do is forge one: the victim's token with its signature altered.
+            ("PUT", f"/v1/local-uploads/{_tampered(v.upload_token)}", None, None),
             ("POST", "/v1/events", foreign_event, {"wait": "true"}),
             ("POST", "/v1/events", own_project_foreign_memory, {"wait": "true"}),
         ]),
@@ -228,3 +231,8 @@ def test_no_lifecycle_request_reveals_or_changes_anothers_data(tenants: tuple[Te
             assert _fingerprint(database_url, tenant.project_id) == before[tenant.project_id], (request, tenant.name)
 
     hostile()
+
+
+def _tampered(token: str) -> str:
+    """The token with its last character changed (the signature no longer matches)."""
+    return token[:-1] + ("A" if token[-1] != "A" else "B")
