@@ -1,6 +1,7 @@
 """Compares the client's operation table and pydantic models with an OpenAPI document: which
-operations exist, and for each model its field names, which fields are required, and the allowed
-values of its enumerations, recursively through nested models."""
+operations exist, the media type of a body that is not JSON (the JSONL of export and import), and
+for each model its field names, which fields are required, and the allowed values of its
+enumerations, recursively through nested models."""
 
 from __future__ import annotations
 
@@ -118,6 +119,9 @@ def compare_operations(document: dict[str, Any]) -> list[str]:
         if key not in documented:
             continue
         spec, operation = documented[key], OPERATIONS[name]
+        request_media = set(spec.get("requestBody", {}).get("content", {})) - {"application/json"}
+        if request_media != ({operation.request_media} if operation.request_media else set()):
+            problems.append(f"{name}: request media {operation.request_media} vs {sorted(request_media)}")
         body = spec.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
         body_refs = _schema_shape(document, body)[0] if body else set()
         if (operation.request is None) != (not body_refs):
@@ -125,6 +129,9 @@ def compare_operations(document: dict[str, Any]) -> list[str]:
         elif operation.request is not None:
             problems += compare_model(document, operation.request, body_refs.pop(), request=True)
         success = {status: r for status, r in spec["responses"].items() if status.startswith("2")}
+        response_media = {media for r in success.values() for media in r.get("content", {})} - {"application/json"}
+        if response_media != ({operation.response_media} if operation.response_media else set()):
+            problems.append(f"{name}: response media {operation.response_media} vs {sorted(response_media)}")
         response_refs = set()
         for response in success.values():
             schema = response.get("content", {}).get("application/json", {}).get("schema")

@@ -4,11 +4,15 @@ OpenAPI document checked against the client."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
+import pydantic
 import pytest
 
+from memory_engine.ports.extraction_runs import RunKey
 from memory_engine_client import (
     AsyncMemoryEngineClient,
     AuthenticationError,
@@ -129,5 +133,194 @@ def test_the_async_client(engine: RunningEngine) -> None:
             assert found.results[0].content == "Carol lives in Porto."
             with pytest.raises(NotFoundError):
                 await me.get_memory("mem_missing")
+
+    anyio.run(scenario)
+
+
+def _seed_run(engine: RunningEngine, memory: models.Memory, event_id: str, conversation_id: str = "conv-1") -> str:
+    """One finished extraction run, as the extraction consumer records it (no chat model here)."""
+    assert engine.engine.container is not None
+    runs = engine.engine.container.extraction_runs
+    claim = runs.claim(RunKey(memory.project_id, event_id, memory.id, conversation_id, f"turn-{event_id}"),
+                       stale_after=timedelta(minutes=5))
+    runs.finish(memory.project_id, claim.run.id, status="completed",
+                summary={"candidates": 1, "created": 1, "updated": 0, "skipped": 0, "superseded": 0}, error=None)
+    return str(claim.run.id)
+
+
+def test_batch_writes_and_deletes(client: MemoryEngineClient) -> None:
+    memory = client.create_memory("batch", default_ttl=3600)
+    assert memory.default_ttl == 3600 and client.get_memory(memory.id).default_ttl == 3600
+    expires = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
+    items: list[Any] = [
+        {"memory_id": memory.id, "content": "Dana works at the harbour office."},
+        models.EntryCreateRequest(memory_id=memory.id, content="Dana's badge number is 4471.", expires_at=expires),
+        {"memory_id": memory.id, "content": "Dana works at the harbour office."},  # a repeat inside the batch
+        {"memory_id": memory.id, "content": "x", "confidence": 2},  # invalid: rejected, the others written
+    ]
+    result = client.write_entries(items)
+    assert isinstance(result, models.EntryBatchResult)
+    assert [r.action for r in result.results] == ["created", "created", "skipped", "rejected"]
+    assert (result.created, result.skipped, result.rejected) == (2, 1, 1)
+    assert result.results[3].entry is None and result.results[3].error["code"] == "validation_error"
+    first, second = (r.entry for r in result.results[:2])
+    assert first is not None and second is not None and result.results[2].entry.id == first.id  # type: ignore[union-attr]
+    assert second.expires_at == expires
+    assert first.expires_at is not None and first.expires_at > datetime.now(UTC)  # the memory's default_ttl
+    assert client.get_entry(second.id).expires_at == expires
+
+    # a repeat of the batch (what a retry sends) skips everything already stored
+    again = client.write_entries(items[:2], duplicate_threshold=0.9)
+    assert (again.created, again.skipped) == (0, 2)
+
+    deleted = client.delete_entries([first.id, second.id, first.id, "ent_missing"])
+    assert isinstance(deleted, models.EntryBatchDeleteResult) and (deleted.deleted, deleted.not_found) == (2, 2)
+    assert [(d.index, d.action) for d in deleted.results] == [(0, "deleted"), (1, "deleted"), (2, "not_found"),
+                                                              (3, "not_found")]
+    assert client.list_entries(memory_id=memory.id).data == []
+    with pytest.raises(UnprocessableEntityError):
+        client.delete_entries([])
+
+
+def test_extraction_runs_list_and_iterate(engine: RunningEngine, client: MemoryEngineClient) -> None:
+    memory = client.create_memory("runs")
+    assert client.list_extraction_runs(memory_id=memory.id).data == []  # nothing extracted yet
+    ids = [_seed_run(engine, memory, f"evt-client-{i}") for i in range(3)]
+    page = client.list_extraction_runs(memory_id=memory.id, limit=2)
+    assert isinstance(page, models.ExtractionRunPage) and len(page.data) == 2 and page.next_cursor
+    runs = list(client.iter_extraction_runs(memory_id=memory.id, page_size=2))
+    assert [r.id for r in runs] == list(reversed(ids))  # newest first
+    assert runs[0].status == "completed" and runs[0].summary == {"candidates": 1, "created": 1, "updated": 0,
+                                                                  "skipped": 0, "superseded": 0}
+    assert [r.id for r in client.iter_extraction_runs(event_id="evt-client-1")] == [ids[1]]
+    assert client.list_extraction_runs(memory_id=memory.id, status="failed").data == []
+    with pytest.raises(UnprocessableEntityError):
+        client.list_extraction_runs(cursor="nope")
+
+
+def test_export_then_import_round_trip(client: MemoryEngineClient, tmp_path: Path) -> None:
+    memory = client.create_memory("export", tags=["export"], description="to move")
+    client.write_entries([
+        {"memory_id": memory.id, "content": "Erin's flight to Oslo leaves on Friday.",
+         "entities": [{"name": "Erin", "type": "person"}]},
+        {"memory_id": memory.id, "content": "Erin is allergic to peanuts."},
+        {"memory_id": memory.id, "content": "Erin's manager is Frank."},
+    ])
+    lines = list(client.export_memory(memory.id))
+    assert [line["type"] for line in lines[:2]] == ["header", "memory"]
+    assert lines[0]["vectors"] is True and lines[1]["id"] == memory.id
+    assert len([line for line in lines if line["type"] == "entry"]) == 3
+
+    imported = client.import_memory(lines)  # the parsed lines go back as JSONL
+    assert isinstance(imported, models.ImportResult)
+    assert (imported.entries, imported.embedded, imported.vectors_reused) == (3, 0, True)
+    assert imported.memory.id != memory.id and imported.memory.name == "export"
+    assert imported.memory.metadata and imported.memory.metadata["imported_from"]["id"] == memory.id
+    found = client.search("Who is Erin's manager?", memory_ids=[imported.memory.id], limit=1)
+    assert found.results[0].content == "Erin's manager is Frank."
+
+    target = tmp_path / "export.jsonl"
+    count = client.export_memory_to_file(memory.id, target, vectors=False)
+    assert count == len(lines) and not (tmp_path / "export.jsonl.part").exists()
+    again = client.import_memory_file(target)  # no vectors in the file: this deployment embeds again
+    assert again.entries == 3 and again.embedded > 0 and again.vectors_reused is False
+    assert client.import_memory(target.read_text()).entries == 3  # JSONL text as it is
+
+    with pytest.raises(NotFoundError):
+        list(client.export_memory("mem_missing"))
+    with pytest.raises(NotFoundError):
+        client.export_memory_to_file("mem_missing", tmp_path / "missing.jsonl")
+    assert not (tmp_path / "missing.jsonl").exists() and not (tmp_path / "missing.jsonl.part").exists()
+    with pytest.raises(UnprocessableEntityError):
+        client.import_memory(b"not json\n")
+
+
+def test_forget_a_conversation_and_an_entity(engine: RunningEngine, client: MemoryEngineClient) -> None:
+    memory = client.create_memory("forget")
+    client.write_entries([
+        {"memory_id": memory.id, "content": "Gus moved to Lisbon in May.", "source_conversation_id": "conv-gus"},
+        {"memory_id": memory.id, "content": "Gus adopted a grey cat.", "source_conversation_id": "conv-gus"},
+        {"memory_id": memory.id, "content": "Hana teaches violin.", "entities": [{"name": "Hana", "type": "person"}]},
+        {"memory_id": memory.id, "content": "The office closes at six."},
+    ])
+    _seed_run(engine, memory, "evt-forget", conversation_id="conv-gus")
+
+    gone = client.forget(conversation_id="conv-gus", memory_id=memory.id)
+    assert isinstance(gone, models.ForgetResult)
+    assert (gone.deleted.entries, gone.deleted.extraction_runs) == (2, 1)
+    repeat = client.forget(conversation_id="conv-gus", memory_id=memory.id)  # what a retry sends: zeros
+    assert repeat.deleted.model_dump() == {"entries": 0, "episodes": 0, "extraction_runs": 0, "entities": 0}
+
+    hana = client.forget(memory_id=memory.id, entity="Hana")
+    assert hana.deleted.entries == 1 and hana.deleted.entities >= 1
+    assert [e.content for e in client.iter_entries(memory_id=memory.id)] == ["The office closes at six."]
+    with pytest.raises(NotFoundError):
+        client.forget(conversation_id="conv-gus", memory_id="mem_missing")
+    with pytest.raises(UnprocessableEntityError):
+        client.forget()
+
+
+def test_purge_answers_counts_and_a_plain_delete_answers_none(engine: RunningEngine,
+                                                               client: MemoryEngineClient) -> None:
+    memory = client.create_memory("purge")
+    client.write_entries([{"memory_id": memory.id, "content": "Ivan speaks Finnish.",
+                           "entities": [{"name": "Ivan", "type": "person"}]},
+                          {"memory_id": memory.id, "content": "Ivan runs marathons."}])
+    _seed_run(engine, memory, "evt-purge")
+    purged = client.delete_memory(memory.id, purge=True)
+    assert isinstance(purged, models.ForgetResult)
+    assert (purged.deleted.entries, purged.deleted.extraction_runs) == (2, 1) and purged.deleted.entities >= 1
+    with pytest.raises(NotFoundError):
+        client.delete_memory(memory.id, purge=True)
+    assert client.list_extraction_runs(memory_id=memory.id).data == []
+    plain = client.create_memory("plain delete")
+    assert client.delete_memory(plain.id) is None
+
+
+def test_search_with_a_preset(client: MemoryEngineClient) -> None:
+    memory = client.create_memory("presets")
+    client.write_entries([{"memory_id": memory.id, "content": "Jun keeps bees on the roof."},
+                          {"memory_id": memory.id, "content": "Jun's car is a blue hatchback."}])
+    for preset in ("hybrid", "vector_only", "rrf_v1"):  # documents are searched too: look at the facts
+        found = client.search("Who keeps bees?", memory_ids=[memory.id], preset=preset, limit=5)
+        facts = [r.content for r in found.results if isinstance(r, models.MemoryResult)]
+        assert facts[0] == "Jun keeps bees on the roof.", preset
+    keyword = client.search("hatchback", memory_ids=[memory.id], preset="keyword_only")
+    assert [r.content for r in keyword.results] == ["Jun's car is a blue hatchback."]
+    with pytest.raises(pydantic.ValidationError):  # checked before sending
+        client.search("bees", preset="fastest")
+
+
+def test_the_async_client_lifecycle(engine: RunningEngine, tmp_path: Path) -> None:
+    key = engine.key("client-async-lifecycle", "read,write")
+
+    async def scenario() -> None:
+        async with AsyncMemoryEngineClient(engine.base_url, key) as me:
+            memory = await me.create_memory("async lifecycle", default_ttl=86400)
+            batch = await me.write_entries([
+                {"memory_id": memory.id, "content": "Kai plays the oboe.", "source_conversation_id": "conv-kai"},
+                {"memory_id": memory.id, "content": "Kai lives near the river."},
+                {"memory_id": memory.id, "content": "Kai's dog is called Pepper."},
+            ])
+            assert (batch.created, batch.rejected) == (3, 0)
+            lines = [line async for line in me.export_memory(memory.id)]
+            assert lines[0]["type"] == "header" and len([x for x in lines if x["type"] == "entry"]) == 3
+            target = tmp_path / "async.jsonl"
+            assert await me.export_memory_to_file(memory.id, target) == len(lines)
+            imported = await me.import_memory_file(target)
+            assert imported.entries == 3 and imported.memory.default_ttl == 86400
+            found = await me.search("oboe", memory_ids=[imported.memory.id], preset="keyword_only")
+            assert [r.content for r in found.results] == ["Kai plays the oboe."]
+            forgotten = await me.forget(conversation_id="conv-kai", memory_id=memory.id)
+            assert forgotten.deleted.entries == 1
+            runs = [r async for r in me.iter_extraction_runs(memory_id=memory.id)]
+            assert runs == []
+            ids = [e.id async for e in me.iter_entries(memory_id=imported.memory.id)]
+            assert (await me.delete_entries(ids)).deleted == 3
+            purged = await me.delete_memory(memory.id, purge=True)
+            assert purged is not None and purged.deleted.entries == 2
+            assert await me.delete_memory(imported.memory.id) is None
+            with pytest.raises(NotFoundError):
+                [line async for line in me.export_memory(memory.id)]
 
     anyio.run(scenario)

@@ -3,8 +3,10 @@ and the retry policy. No I/O here."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -20,18 +22,24 @@ ENV_API_KEY = "MEMORY_ENGINE_API_KEY"
 DEFAULT_URL = "http://127.0.0.1:8787"
 #: Statuses worth another try of an idempotent call.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: The media type of a memory export (one JSON object a line), and of an import's body.
+JSONL = "application/x-ndjson"
 
 
 @dataclass(frozen=True)
 class Operation:
     """One HTTP operation of the API: ``path`` is a template (``{memory_id}``); ``response`` is None
-    when the success has no body (204). ``idempotent`` calls are retried on 429/5xx and connection errors."""
+    when the success has no JSON body (204, or a JSONL export). ``idempotent`` calls are retried on
+    429/5xx and connection errors. ``request_media`` / ``response_media`` name a body that is not JSON
+    (the import's and the export's JSONL); None means JSON (or no body)."""
 
     method: str
     path: str
     request: type[BaseModel] | None
     response: type[BaseModel] | None
     idempotent: bool
+    request_media: str | None = None
+    response_media: str | None = None
 
 
 #: Every public operation of the API, by client method name (local-only stand-ins and POST /v1/mcp,
@@ -42,12 +50,24 @@ OPERATIONS: dict[str, Operation] = {
     "list_memories": Operation("GET", "/v1/memories", None, m.MemoryPage, True),
     "get_memory": Operation("GET", "/v1/memories/{memory_id}", None, m.Memory, True),
     "update_memory": Operation("PUT", "/v1/memories/{memory_id}", m.MemoryFields, m.Memory, True),
-    "delete_memory": Operation("DELETE", "/v1/memories/{memory_id}", None, None, True),
+    # 204 without a body; ?purge=true answers 200 with the counts (ForgetResult)
+    "delete_memory": Operation("DELETE", "/v1/memories/{memory_id}", None, m.ForgetResult, True),
+    "export_memory": Operation("GET", "/v1/memories/{memory_id}/export", None, None, True, response_media=JSONL),
+    # every import creates a new memory: never repeated
+    "import_memory": Operation("POST", "/v1/memories/import", None, m.ImportResult, False, request_media=JSONL),
     "write_entry": Operation("POST", "/v1/memory-entries", m.EntryCreateRequest, m.EntryWriteResult, False),
     "list_entries": Operation("GET", "/v1/memory-entries", None, m.MemoryEntryPage, True),
     "get_entry": Operation("GET", "/v1/memory-entries/{entry_id}", None, m.MemoryEntry, True),
     "replace_entry": Operation("PUT", "/v1/memory-entries/{entry_id}", m.EntryReplacement, m.MemoryEntry, True),
     "delete_entry": Operation("DELETE", "/v1/memory-entries/{entry_id}", None, None, True),
+    # the batch is the manual write path (no merge or supersede) in one transaction: a failure rolls it
+    # all back, and a repeat answers `skipped` for every item already stored, so it is safe to repeat
+    "write_entries": Operation("POST", "/v1/memory-entries/batch", m.EntryBatch, m.EntryBatchResult, True),
+    # an id already deleted answers `not_found`
+    "delete_entries": Operation("DELETE", "/v1/memory-entries/batch", m.EntryIdBatch, m.EntryBatchDeleteResult, True),
+    # a repeat deletes nothing more (zero counts)
+    "forget": Operation("POST", "/v1/forget", m.ForgetRequest, m.ForgetResult, True),
+    "list_extraction_runs": Operation("GET", "/v1/extraction-runs", None, m.ExtractionRunPage, True),
     # search reads only: safe to repeat
     "search": Operation("POST", "/v1/knowledge/search", m.SearchRequest, m.SearchResponseBody, True),
     # the same text at the same path is a no-op (200), so creating documents is safe to repeat
@@ -95,12 +115,21 @@ class Call:
     path: str
     params: dict[str, Any] | None
     json: Any
+    #: a body that is not JSON (bytes, or a binary file the sync client streams), sent as ``request_media``
+    content: Any = None
+    headers: dict[str, str] | None = None
+
+
+def flag(value: bool | None) -> str | None:
+    """A boolean query parameter as the API reads it (``true``/``false``); None leaves it out."""
+    return None if value is None else str(bool(value)).lower()
 
 
 def build(name: str, *, path_params: dict[str, str] | None = None, params: dict[str, Any] | None = None,
-          body: dict[str, Any] | None = None) -> Call:
+          body: dict[str, Any] | None = None, content: Any = None) -> Call:
     """The call of operation ``name``; ``body`` is validated by the operation's request model
-    (pydantic ValidationError on an unknown or invalid field) and sent without unset fields."""
+    (pydantic ValidationError on an unknown or invalid field) and sent without unset fields.
+    ``content`` is the raw body of an operation with a ``request_media`` (the JSONL of an import)."""
     operation = OPERATIONS[name]
     path = operation.path
     for key, value in (path_params or {}).items():
@@ -109,7 +138,33 @@ def build(name: str, *, path_params: dict[str, str] | None = None, params: dict[
     if operation.request is not None and body is not None:
         payload = operation.request.model_validate(body).model_dump(mode="json", exclude_unset=True)
     query = {k: v for k, v in (params or {}).items() if v is not None} or None
-    return Call(operation, path, query, payload)
+    extra: dict[str, str] | None = None
+    if operation.request_media is not None:
+        extra = {"Content-Type": operation.request_media}
+    if operation.response_media is not None:
+        extra = {**(extra or {}), "Accept": f"{operation.response_media}, application/json"}
+    return Call(operation, path, query, payload, content, extra)
+
+
+def jsonl_body(data: bytes | str | Iterable[Mapping[str, Any]]) -> bytes:
+    """The JSONL bytes of an import: ``bytes`` or ``str`` as they are, or one line per mapping (the
+    parsed lines :meth:`MemoryEngineClient.export_memory` yields)."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode()
+    return b"".join(json.dumps(dict(line), separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+                    for line in data)
+
+
+def jsonl_line(line: str) -> dict[str, Any] | None:
+    """One parsed line of an export (None for a blank one)."""
+    return json.loads(line) if line.strip() else None
+
+
+def batch_items(entries: Iterable[Mapping[str, Any] | BaseModel]) -> list[dict[str, Any]]:
+    """Batch items as plain objects (a model without its unset fields): the engine validates each."""
+    return [e.model_dump(mode="json", exclude_unset=True) if isinstance(e, BaseModel) else dict(e) for e in entries]
 
 
 def parse(call: Call, response: httpx.Response) -> Any:

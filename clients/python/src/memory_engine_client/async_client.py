@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, overload
 
 import httpx
+from pydantic import BaseModel
 
 from memory_engine_client import models as m
-from memory_engine_client._core import Call, RetryPolicy, build, headers, parse, resolve_settings
+from memory_engine_client._core import (
+    Call,
+    RetryPolicy,
+    batch_items,
+    build,
+    flag,
+    headers,
+    jsonl_body,
+    jsonl_line,
+    parse,
+    resolve_settings,
+)
 from memory_engine_client.errors import APIConnectionError, APITimeoutError
 
 
@@ -39,25 +53,53 @@ class AsyncMemoryEngineClient:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def _send(self, call: Call) -> Any:
+    async def _request(self, call: Call, *, stream: bool = False) -> httpx.Response:
+        """The final response of ``call`` after the retries its operation allows (an error status is
+        returned too, read, for :func:`parse`); a ``stream`` success is returned unread and open."""
         attempt = 0
         while True:
             try:
-                response: httpx.Response | None = await self._http.request(
-                    call.operation.method, call.path, params=call.params, json=call.json)
+                request = self._http.build_request(call.operation.method, call.path, params=call.params,
+                                                   json=call.json, content=call.content, headers=call.headers)
+                response: httpx.Response | None = await self._http.send(request, stream=stream)
             except httpx.TimeoutException as error:
                 failure: Exception = APITimeoutError(f"{call.operation.method} {call.path} timed out: {error}")
                 response = None
             except httpx.TransportError as error:
                 failure = APIConnectionError(f"cannot reach {self.base_url}: {error}")
                 response = None
+            if response is not None and stream and response.status_code >= 400:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
             if self.retry.should_retry(call.operation, attempt, response):
+                if response is not None:
+                    await response.aclose()
                 await asyncio.sleep(self.retry.delay(attempt, response))
                 attempt += 1
                 continue
             if response is None:
                 raise failure
-            return parse(call, response)
+            return response
+
+    async def _send(self, call: Call) -> Any:
+        return parse(call, await self._request(call))
+
+    async def _stream_lines(self, call: Call) -> AsyncIterator[str]:
+        """The lines of a streamed success (errors raise their typed APIError; a connection lost
+        mid-body raises APIConnectionError / APITimeoutError and is not retried)."""
+        response = await self._request(call, stream=True)
+        parse(call, response)  # raises on an error status
+        try:
+            async for line in response.aiter_lines():
+                yield line
+        except httpx.TimeoutException as error:
+            raise APITimeoutError(f"{call.operation.method} {call.path} timed out: {error}") from error
+        except httpx.TransportError as error:
+            raise APIConnectionError(f"{call.operation.method} {call.path} broke off: {error}") from error
+        finally:
+            await response.aclose()
 
     # --- health ---
     async def health(self) -> m.Health:
@@ -65,7 +107,8 @@ class AsyncMemoryEngineClient:
 
     # --- memories ---
     async def create_memory(self, name: str, **fields: Any) -> m.Memory:
-        """Fields: description, tags, metadata."""
+        """Fields: description, tags, metadata, default_ttl (seconds: entries written without their own
+        ``expires_at`` expire this long after they are written)."""
         return await self._send(build("create_memory", body={"name": name, **fields}))  # type: ignore[no-any-return]
 
     async def list_memories(self, *, tags: list[str] | None = None, limit: int | None = None,
@@ -87,11 +130,67 @@ class AsyncMemoryEngineClient:
         return await self._send(build("get_memory", path_params={"memory_id": memory_id}))  # type: ignore[no-any-return]
 
     async def update_memory(self, memory_id: str, **fields: Any) -> m.Memory:
-        """Fields sent replace the stored ones (name, description, tags, metadata)."""
+        """Fields sent replace the stored ones (name, description, tags, metadata, default_ttl)."""
         return await self._send(build("update_memory", path_params={"memory_id": memory_id}, body=fields))  # type: ignore[no-any-return]
 
-    async def delete_memory(self, memory_id: str) -> None:
-        await self._send(build("delete_memory", path_params={"memory_id": memory_id}))
+    @overload
+    async def delete_memory(self, memory_id: str, *, purge: Literal[False] = False) -> None: ...
+    @overload
+    async def delete_memory(self, memory_id: str, *, purge: Literal[True]) -> m.ForgetResult: ...
+    @overload
+    async def delete_memory(self, memory_id: str, *, purge: bool) -> m.ForgetResult | None: ...
+
+    async def delete_memory(self, memory_id: str, *, purge: bool = False) -> m.ForgetResult | None:
+        """Deletes the memory, its entries and episodes (None: the API answers 204). ``purge=True``
+        also deletes its extraction runs and the entities no entry links any more, and answers the
+        counts. A repeat is a NotFoundError."""
+        call = build("delete_memory", path_params={"memory_id": memory_id}, params={"purge": flag(purge) if purge else None})
+        return await self._send(call)  # type: ignore[no-any-return]
+
+    # --- export and import ---
+    async def export_memory(self, memory_id: str, *, vectors: bool = True) -> AsyncIterator[dict[str, Any]]:
+        """The memory's JSONL export, one parsed line at a time as it arrives (``async for``); see
+        :meth:`MemoryEngineClient.export_memory`."""
+        call = build("export_memory", path_params={"memory_id": memory_id}, params={"vectors": flag(vectors)})
+        async for line in self._stream_lines(call):
+            parsed = jsonl_line(line)
+            if parsed is not None:
+                yield parsed
+
+    async def export_memory_to_file(self, memory_id: str, path: str | os.PathLike[str], *, vectors: bool = True) -> int:
+        """Streams the memory's JSONL export into ``path`` (via ``<path>.part``, renamed when complete);
+        answers the number of lines."""
+        target = Path(path)
+        partial = target.with_name(target.name + ".part")
+        call = build("export_memory", path_params={"memory_id": memory_id}, params={"vectors": flag(vectors)})
+        count = 0
+        try:
+            with partial.open("w", encoding="utf-8", newline="\n") as out:
+                async for line in self._stream_lines(call):
+                    if line.strip():
+                        out.write(line + "\n")
+                        count += 1
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return count
+
+    async def import_memory(self, data: bytes | str | Iterable[Mapping[str, Any]]) -> m.ImportResult:
+        """Imports an export as a new memory (JSONL ``bytes``/``str``, or parsed lines); never retried."""
+        return await self._send(build("import_memory", content=jsonl_body(data)))  # type: ignore[no-any-return]
+
+    async def import_memory_file(self, path: str | os.PathLike[str]) -> m.ImportResult:
+        """Imports the JSONL export in ``path``."""
+        data = await asyncio.to_thread(Path(path).read_bytes)
+        return await self._send(build("import_memory", content=data))  # type: ignore[no-any-return]
+
+    # --- forgetting ---
+    async def forget(self, *, conversation_id: str | None = None, memory_id: str | None = None,
+                     entity: str | None = None) -> m.ForgetResult:
+        """See :meth:`MemoryEngineClient.forget`; retried like a read (a repeat deletes nothing more)."""
+        body = {k: v for k, v in {"conversation_id": conversation_id, "memory_id": memory_id, "entity": entity}.items()
+                if v is not None}
+        return await self._send(build("forget", body=body))  # type: ignore[no-any-return]
 
     # --- memory entries ---
     async def write_entry(self, memory_id: str, content: str, **fields: Any) -> m.EntryWriteResult:
@@ -103,7 +202,7 @@ class AsyncMemoryEngineClient:
     async def list_entries(self, *, memory_id: str | None = None, include_invalidated: bool | None = None,
                      limit: int | None = None, cursor: str | None = None) -> m.MemoryEntryPage:
         params = {"memory_id": memory_id, "limit": limit, "cursor": cursor,
-                  "include_invalidated": None if include_invalidated is None else str(include_invalidated).lower()}
+                  "include_invalidated": flag(include_invalidated)}
         return await self._send(build("list_entries", params=params))  # type: ignore[no-any-return]
 
     async def iter_entries(self, *, memory_id: str | None = None, include_invalidated: bool | None = None,
@@ -118,6 +217,19 @@ class AsyncMemoryEngineClient:
                 return
             cursor = page.next_cursor
 
+    async def write_entries(self, entries: Iterable[Mapping[str, Any] | BaseModel], *,
+                            duplicate_threshold: float | None = None) -> m.EntryBatchResult:
+        """Up to 100 entries in one call; see :meth:`MemoryEngineClient.write_entries` (retried on
+        429/5xx: a repeat skips what is stored)."""
+        body: dict[str, Any] = {"entries": batch_items(entries)}
+        if duplicate_threshold is not None:
+            body["duplicate_threshold"] = duplicate_threshold
+        return await self._send(build("write_entries", body=body))  # type: ignore[no-any-return]
+
+    async def delete_entries(self, ids: Iterable[str]) -> m.EntryBatchDeleteResult:
+        """Deletes up to 100 entries by id; each answers ``deleted`` or ``not_found``."""
+        return await self._send(build("delete_entries", body={"ids": list(ids)}))  # type: ignore[no-any-return]
+
     async def get_entry(self, entry_id: str) -> m.MemoryEntry:
         return await self._send(build("get_entry", path_params={"entry_id": entry_id}))  # type: ignore[no-any-return]
 
@@ -129,9 +241,31 @@ class AsyncMemoryEngineClient:
 
     # --- search ---
     async def search(self, query: str | None = None, **fields: Any) -> m.SearchResponseBody:
-        """Fields: memory_ids, memory_tags, document_ids, document_paths, limit, render, include, ..."""
+        """Fields: memory_ids, memory_tags, document_ids, document_paths, limit, render, include,
+        preset (``hybrid``, ``vector_only``, ``keyword_only``, ``entity_only``, ``rrf_v1``), ..."""
         body = {"query": query, **fields} if query is not None else fields
         return await self._send(build("search", body=body))  # type: ignore[no-any-return]
+
+    # --- extraction runs ---
+    async def list_extraction_runs(self, *, memory_id: str | None = None,
+                                   status: m.ExtractionRunStatus | None = None, event_id: str | None = None,
+                                   limit: int | None = None, cursor: str | None = None) -> m.ExtractionRunPage:
+        """What fact extraction did with each ``turn.completed`` event, newest first."""
+        params = {"memory_id": memory_id, "status": status, "event_id": event_id, "limit": limit, "cursor": cursor}
+        return await self._send(build("list_extraction_runs", params=params))  # type: ignore[no-any-return]
+
+    async def iter_extraction_runs(self, *, memory_id: str | None = None,
+                                   status: m.ExtractionRunStatus | None = None, event_id: str | None = None,
+                                   page_size: int = 100) -> AsyncIterator[m.ExtractionRun]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_extraction_runs(memory_id=memory_id, status=status, event_id=event_id,
+                                                   limit=page_size, cursor=cursor)
+            for item in page.data:
+                yield item
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
     # --- documents ---
     async def create_document(self, path: str, content: str, **fields: Any) -> m.Document:

@@ -25,6 +25,9 @@ SourceType = Literal["manual", "agent", "extraction", "orchestration"]
 ChunkStrategy = Literal["page", "whole", "size", "recursive"]
 DocumentStatus = Literal["pending", "processing", "ready", "failed"]
 WriteAction = Literal["created", "skipped", "updated", "superseded"]
+BatchWriteAction = Literal["created", "updated", "skipped", "superseded", "rejected"]
+SearchPreset = Literal["hybrid", "vector_only", "keyword_only", "entity_only", "rrf_v1"]
+ExtractionRunStatus = Literal["running", "completed", "failed"]
 
 
 # --- requests ---
@@ -35,6 +38,8 @@ class MemoryFields(RequestModel):
     description: str | None = None
     tags: list[str] | None = None
     metadata: dict[str, Any] | None = None
+    #: seconds: entries written without their own ``expires_at`` expire this long after they are written
+    default_ttl: int | None = None
 
 
 class EntityRef(RequestModel):
@@ -67,6 +72,7 @@ class EntryCreateRequest(RequestModel):
     source_event_id: str | None = None
     duplicate_threshold: float = 0.95
     agent: AgentInfo | None = None
+    expires_at: datetime | None = None
 
 
 class EntryReplacement(RequestModel):
@@ -81,6 +87,28 @@ class EntryReplacement(RequestModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     source_quote: str | None = None
+    expires_at: datetime | None = None
+
+
+class EntryBatch(RequestModel):
+    """``POST /v1/memory-entries/batch``: each item is a ``POST /v1/memory-entries`` body (a dict, or an
+    :class:`EntryCreateRequest`); the engine validates items one by one, so a bad item is ``rejected``
+    in the result instead of failing the batch."""
+
+    entries: list[dict[str, Any]]
+    duplicate_threshold: float = 0.95
+
+
+class EntryIdBatch(RequestModel):
+    ids: list[str]
+
+
+class ForgetRequest(RequestModel):
+    """``{conversation_id, memory_id?}`` or ``{memory_id, entity}``."""
+
+    conversation_id: str | None = None
+    memory_id: str | None = None
+    entity: str | None = None
 
 
 class SearchRequest(RequestModel):
@@ -97,6 +125,7 @@ class SearchRequest(RequestModel):
     signals: list[Literal["vector", "keyword", "entity"]] | None = None
     include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list)
     render: bool = False
+    preset: SearchPreset | None = None
 
 
 class CreateTextDocument(RequestModel):
@@ -154,6 +183,7 @@ class Memory(ResponseModel):
     description: str | None
     tags: list[str]
     metadata: dict[str, Any] | None
+    default_ttl: int | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -187,6 +217,7 @@ class MemoryEntry(ResponseModel):
     invalidated_at: datetime | None
     superseded_by_entry_id: str | None
     invalidation_reason: str | None
+    expires_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -197,6 +228,79 @@ class EntryWriteResult(MemoryEntry):
     action: WriteAction
     superseded_entry_id: str | None = None
     degraded: list[str] | None = None
+
+
+class EntryBatchItem(ResponseModel):
+    """One item's outcome: the funnel's action and the entry (the existing one when ``skipped``), or
+    ``rejected`` with ``error`` (the error body the single write would have answered)."""
+
+    index: int
+    action: BatchWriteAction
+    entry: MemoryEntry | None = None
+    error: dict[str, Any] | None = None
+
+
+class EntryBatchResult(ResponseModel):
+    results: list[EntryBatchItem]
+    created: int
+    skipped: int
+    rejected: int
+
+
+class DeletedItem(ResponseModel):
+    index: int
+    id: str
+    action: Literal["deleted", "not_found"]
+
+
+class EntryBatchDeleteResult(ResponseModel):
+    results: list[DeletedItem]
+    deleted: int
+    not_found: int
+
+
+class ForgetCounts(ResponseModel):
+    entries: int
+    episodes: int
+    extraction_runs: int
+    entities: int
+
+
+class ForgetResult(ResponseModel):
+    """What ``POST /v1/forget`` or ``DELETE /v1/memories/{id}?purge=true`` deleted."""
+
+    deleted: ForgetCounts
+
+
+class ImportResult(ResponseModel):
+    memory: Memory
+    entries: int
+    entities: int
+    episodes: int
+    embedded: int
+    vectors_reused: bool
+
+
+class ExtractionRun(ResponseModel):
+    """What fact extraction did with one ``turn.completed`` event."""
+
+    id: str
+    event_id: str
+    memory_id: str | None
+    conversation_id: str | None
+    turn_id: str | None
+    episode_id: str | None
+    status: ExtractionRunStatus
+    summary: dict[str, Any] | None
+    error: str | None
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExtractionRunPage(ResponseModel):
+    data: list[ExtractionRun]
+    next_cursor: str | None
 
 
 class MemoryPage(ResponseModel):
