@@ -4,6 +4,7 @@ background services, started and stopped as one unit by `memory-engine dev`."""
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,8 @@ from memory_engine.settings import Settings
 logger = logging.getLogger(__name__)
 
 LOCAL_DATABASE = "memory_engine"
+#: The interpreter's thread switch interval while this process serves the front door (default 5 ms).
+FRONT_DOOR_SWITCH_INTERVAL_S = 0.0005
 
 
 def _ensure_database(server_uri: str, name: str) -> None:
@@ -98,6 +101,10 @@ class LocalEngine:
                 self.services.append(service)
             self._resume_interrupted_ingestion()
             if workers > 0:
+                # This process now runs the HTTP front door beside the ingestion threads. A request's
+                # front thread needs the GIL a few times; Python hands it over every 5 ms by default,
+                # which a draining corpus turned into most of a health check's latency.
+                sys.setswitchinterval(FRONT_DOOR_SWITCH_INTERVAL_S)
                 self.pool = WorkerPool(settings, workers)
                 self.pool.start()
                 starter = self.container.pipeline_starter
