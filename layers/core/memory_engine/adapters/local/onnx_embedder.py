@@ -40,7 +40,10 @@ class OnnxMiniLMEmbedder(Embedder):
 
     dimensions = DIMENSIONS
     model_id = MODEL_ID
-    batch_size = 32
+    #: One text per model call: on CPU this int8 model gains nothing from batching and loses to
+    #: padding (256 SciFact abstracts, two 1-thread sessions in parallel: 24.6-26.0 texts/s at 1,
+    #: 19.2 at 4, 15.6 at 32; short claims likewise, docs/embeddings.md).
+    batch_size = 1
 
     def __init__(
         self,
