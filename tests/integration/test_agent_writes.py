@@ -14,12 +14,7 @@ from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.services.write_entry import MERGE_MODEL_FAILED, MERGE_NO_MODEL, AgentContext, write_entry
 from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient
-from tests.support.memories import ScriptedChat
-
-ALLERGY = "The user is allergic to peanuts."
-ALLERGY_MORE = "The user is allergic to peanuts and shellfish."  # cosine ~0.86 with ALLERGY
-BLUE = "Bob's favourite colour is blue."
-GREEN = "Bob's favourite colour is green."  # cosine ~0.85 with BLUE
+from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, ScriptedChat
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,7 @@ from memory_engine.ports.chat import ChatModel
 from memory_engine.services.memories import EntryReplacement, replace_entry
 from memory_engine.services.write_entry import AgentContext, write_entry
 from tests.support.api_client import ApiClient
-from tests.support.memories import FailingEmbedder, ScriptedChat
-
-ALLERGY = "The user is allergic to peanuts."
-ALLERGY_MORE = "The user is allergic to peanuts and shellfish."  # cosine ~0.86 with ALLERGY
-BLUE = "Bob's favourite colour is blue."
-GREEN = "Bob's favourite colour is green."  # cosine ~0.85 with BLUE
+from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, FailingEmbedder, ScriptedChat
 
 
 @pytest.fixture(scope="module")

@@ -47,3 +47,10 @@ class FailingEmbedder(Embedder):
 
     def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
         raise EmbeddingError("embedding model unavailable (test)")
+
+
+#: Fact pairs close enough for the funnel's merge/supersede band (0.75..0.95) with the local model.
+ALLERGY = "The user is allergic to peanuts."
+ALLERGY_MORE = "The user is allergic to peanuts and shellfish."  # cosine ~0.86 with ALLERGY
+BLUE = "Bob's favourite colour is blue."
+GREEN = "Bob's favourite colour is green."  # cosine ~0.85 with BLUE

@@ -14,128 +14,28 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.entry_sql import (
+    ENTITY_CTES,
+    ENTITY_MERGE,
+    ENTRY_COLUMNS,
+    ENTRY_SELECT,
+    INSERT_COLUMNS,
+    INSERT_VALUES,
+    entity_params,
+    entry_from_row,
+    jsonb,
+    link_entities,
+    not_expired,
+)
 from memory_engine.domain.cursor import Cursor, next_cursor
 from memory_engine.domain.entities import EntityLink
-from memory_engine.domain.entries import EXPIRED_REASON, MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
+from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
-
-_PLAIN = (
-    "id, project_id, memory_id, content, source_type, tags, metadata, subject, predicate, object, confidence,"
-    " source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
-    " invalidated_at, superseded_by_entry_id, invalidation_reason, expires_at, created_at, updated_at"
-)
-
-
-def not_expired(alias: str = "e") -> str:
-    """The read-time expiry filter: an entry past its ``expires_at`` is out of every read and of
-    the funnel's dedup at once, before the sweep invalidates it."""
-    return f"({alias}.expires_at IS NULL OR {alias}.expires_at > now())"
-
-
-def _read_column(column: str) -> str:
-    # An entry past its expiry reads as invalidated (reason 'expired', at its expiry) even before
-    # the sweep has written that, so a read never contradicts the filter above.
-    if column == "invalidated_at":
-        return "CASE WHEN e.invalidated_at IS NULL AND e.expires_at <= now() THEN e.expires_at" \
-               " ELSE e.invalidated_at END AS invalidated_at"
-    if column == "invalidation_reason":
-        return f"CASE WHEN e.invalidated_at IS NULL AND e.expires_at <= now() THEN '{EXPIRED_REASON}'" \
-               " ELSE e.invalidation_reason END AS invalidation_reason"
-    return f"e.{column}"
-
-
-#: An entry's entities as the API lists them everywhere (the entry, lists, search results):
-#: subject, object, mention, then by name. Format with the entry table's ``alias``.
-ENTITIES_OF = (
-    "(SELECT coalesce(json_agg(json_build_object('name', n.display_name, 'type', n.type, 'role', l.role)"
-    " ORDER BY array_position(ARRAY['subject','object','mention'], l.role), n.name), '[]'::json)"
-    " FROM entry_entities l JOIN entities n ON n.id = l.entity_id WHERE l.entry_id = {alias}.id)"
-)
-#: The entry as the API returns it, from table alias ``e``.
-ENTRY_SELECT = (
-    ", ".join(_read_column(c.strip()) for c in _PLAIN.split(",")) + ", " + ENTITIES_OF.format(alias="e") + " AS entities"
-)
-
-_INSERT_COLUMNS = (
-    "id, project_id, memory_id, content, source_type, tags, metadata, embedding, subject, predicate, object,"
-    " confidence, source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
-    " expires_at"
-)
-#: An entry without its own expiry takes the memory's ``default_ttl`` (seconds) from now.
-_EXPIRES_AT = (
-    "coalesce(%(expires_at)s::timestamptz,"
-    " now() + (SELECT make_interval(secs => dm.default_ttl) FROM memories dm WHERE dm.id = %(m)s))"
-)
-_INSERT_VALUES = ", ".join(
-    _EXPIRES_AT if c.strip() == "expires_at" else "%(" + {"project_id": "p", "memory_id": "m"}.get(c.strip(), c.strip()) + ")s"
-    for c in _INSERT_COLUMNS.split(",")
-)
-
-#: Entities upserted and linked in the same statement as the entry write (``{target}`` is the CTE
-#: or literal giving the entry id). An existing entity keeps its display name; a missing type or
-#: vector is filled in.
-_ENTITY_CTES = """
-ent AS (
-    INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)
-    SELECT u.id, %(p)s, u.key, u.display, u.type, u.vec::vector
-    FROM unnest(%(ent_ids)s::text[], %(ent_keys)s::text[], %(ent_displays)s::text[], %(ent_types)s::text[],
-                %(ent_vecs)s::text[]) AS u(id, key, display, type, vec)
-    ON CONFLICT (project_id, name) DO UPDATE
-        SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)
-    RETURNING x.id, x.name, x.display_name, x.type
-),
-lnk AS (
-    INSERT INTO entry_entities (entry_id, entity_id, role)
-    SELECT {target}, ent.id, r.role
-    FROM ent JOIN unnest(%(ent_keys)s::text[], %(ent_roles)s::text[]) AS r(key, role) ON r.key = ent.name
-    ON CONFLICT DO NOTHING
-)"""
-
-_ENTITY_MERGE = (
-    "SELECT coalesce(json_agg(json_build_object('name', ent.display_name, 'type', ent.type, 'role', r.role)"
-    " ORDER BY array_position(ARRAY['subject','object','mention'], r.role), ent.name), '[]'::json)"
-    " FROM ent JOIN unnest(%(ent_keys)s::text[], %(ent_roles)s::text[]) AS r(key, role) ON r.key = ent.name"
-)
-
-
-def _entry(row: dict[str, Any]) -> MemoryEntry:
-    return MemoryEntry(**{k: v for k, v in row.items() if k != "similarity"})
-
-
-def _vector_text(vector: Vector | None) -> str | None:
-    if vector is None:
-        return None
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
-
-
-def _entity_params(project_id: str, links: Sequence[EntityLink], vectors: EntityVectors) -> dict[str, Any]:
-    return {
-        "p": project_id,
-        "ent_ids": [ids.new_id(ids.ENTITY) for _ in links],
-        "ent_keys": [link.key for link in links],
-        "ent_displays": [link.display_name for link in links],
-        "ent_types": [link.type for link in links],
-        "ent_vecs": [_vector_text(vectors.by_key.get(link.key)) for link in links],
-        "ent_roles": [link.role for link in links],
-    }
-
-
-def _link(
-    conn: psycopg.Connection[dict[str, Any]], project_id: str, entry_id: str, links: Sequence[EntityLink],
-    vectors: EntityVectors,
-) -> None:
-    params = {**_entity_params(project_id, links, vectors), "eid": entry_id}
-    conn.execute(f"WITH {_ENTITY_CTES.format(target='%(eid)s').strip()} SELECT 1", params)
-
-
-def _jsonb(value: dict[str, Any] | None) -> Jsonb | None:
-    return Jsonb(value) if value is not None else None
 
 
 class PostgresWriteSession:
@@ -164,7 +64,7 @@ class PostgresWriteSession:
         best: dict[str, Candidate] = {}
         for r in rows:
             if r["similarity"] is not None and r["id"] not in best:
-                best[r["id"]] = Candidate(_entry(r), float(r["similarity"]))
+                best[r["id"]] = Candidate(entry_from_row(r), float(r["similarity"]))
         return sorted(best.values(), key=lambda c: c.similarity, reverse=True)[:k]
 
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
@@ -174,7 +74,7 @@ class PostgresWriteSession:
             " ORDER BY e.created_at LIMIT 1",
             {"m": self._memory_id, "p": self._project_id, "c": content},
         ).fetchone()
-        return _entry(row) if row else None
+        return entry_from_row(row) if row else None
 
     def get_live(self, entry_id: str) -> MemoryEntry | None:
         row = self._conn.execute(
@@ -182,7 +82,7 @@ class PostgresWriteSession:
             f" AND e.invalidated_at IS NULL AND {not_expired()}",
             (entry_id, self._memory_id, self._project_id),
         ).fetchone()
-        return _entry(row) if row else None
+        return entry_from_row(row) if row else None
 
     def insert(
         self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
@@ -190,7 +90,7 @@ class PostgresWriteSession:
     ) -> MemoryEntry:
         params: dict[str, Any] = {
             "id": ids.new_id(ids.ENTRY), "p": self._project_id, "m": self._memory_id, "content": content,
-            "source_type": entry.source_type, "tags": entry.tags, "metadata": _jsonb(entry.metadata),
+            "source_type": entry.source_type, "tags": entry.tags, "metadata": jsonb(entry.metadata),
             "embedding": embedding, "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
             "confidence": entry.confidence, "source_quote": entry.source_quote, "context": context,
             "valid_from": entry.valid_from, "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
@@ -199,19 +99,19 @@ class PostgresWriteSession:
         }
         # the row's own time, not the transaction's: a batch writes many facts in one transaction
         # and lists and conversations order by created_at (one value for both columns)
-        insert = (f"INSERT INTO memory_entries AS e ({_INSERT_COLUMNS}, created_at, updated_at)"
-                  f" SELECT {_INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
+        insert = (f"INSERT INTO memory_entries AS e ({INSERT_COLUMNS}, created_at, updated_at)"
+                  f" SELECT {INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
         if not links:
-            row = self._conn.execute(f"{insert} RETURNING {_PLAIN}, '[]'::json AS entities", params).fetchone()
+            row = self._conn.execute(f"{insert} RETURNING {ENTRY_COLUMNS}, '[]'::json AS entities", params).fetchone()
         else:
-            params.update(_entity_params(self._project_id, links, entity_vectors))
+            params.update(entity_params(self._project_id, links, entity_vectors))
             row = self._conn.execute(
-                f"WITH ins AS ({insert} RETURNING {_PLAIN}), {_ENTITY_CTES.format(target='%(id)s')}"
-                f" SELECT ins.*, ({_ENTITY_MERGE}) AS entities FROM ins",
+                f"WITH ins AS ({insert} RETURNING {ENTRY_COLUMNS}), {ENTITY_CTES.format(target='%(id)s')}"
+                f" SELECT ins.*, ({ENTITY_MERGE}) AS entities FROM ins",
                 params,
             ).fetchone()
         assert row is not None
-        return _entry(row)
+        return entry_from_row(row)
 
     def merge_into(
         self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
@@ -219,7 +119,7 @@ class PostgresWriteSession:
     ) -> MemoryEntry:
         params = {**fields, "id": entry_id, "p": self._project_id, "content": content, "embedding": embedding}
         if "metadata" in params:
-            params["metadata"] = _jsonb(params["metadata"])
+            params["metadata"] = jsonb(params["metadata"])
         sets = ", ".join([f"{name} = %({name})s" for name in fields] + [
             "content = %(content)s", "embedding = %(embedding)s", "updated_at = clock_timestamp()"])
         self._conn.execute(
@@ -227,7 +127,7 @@ class PostgresWriteSession:
             params,
         )
         if links:
-            _link(self._conn, self._project_id, entry_id, links, entity_vectors)
+            link_entities(self._conn, self._project_id, entry_id, links, entity_vectors)
         merged = self.get_live(entry_id)
         assert merged is not None
         return merged
@@ -311,7 +211,7 @@ class PostgresEntryRepository:
             ).fetchone()
         if row is None:
             raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
-        return _entry(row)
+        return entry_from_row(row)
 
     def list(
         self, project_id: str, *, memory_id: str | None, include_invalidated: bool = False, limit: int = 20,
@@ -337,7 +237,7 @@ class PostgresEntryRepository:
                 " ORDER BY e.created_at DESC, e.id DESC LIMIT %(n)s",
                 params,
             ).fetchall()
-        return [_entry(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+        return [entry_from_row(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
 
     def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
         with self._db.connection() as conn:
@@ -360,7 +260,7 @@ class PostgresEntryRepository:
                 )
             fields = dict(changes.fields)
             if "metadata" in fields:
-                fields["metadata"] = _jsonb(fields["metadata"])
+                fields["metadata"] = jsonb(fields["metadata"])
             if changes.reembed:
                 fields["embedding"] = changes.embedding
             sets = ", ".join([f"{name} = %({name})s" for name in fields] + ["updated_at = clock_timestamp()"])
@@ -371,13 +271,13 @@ class PostgresEntryRepository:
             if changes.links is not None:
                 conn.execute("DELETE FROM entry_entities WHERE entry_id = %s", (entry_id,))
                 if changes.links:
-                    _link(conn, project_id, entry_id, changes.links, changes.entity_vectors or EntityVectors({}))
+                    link_entities(conn, project_id, entry_id, changes.links, changes.entity_vectors or EntityVectors({}))
             row = conn.execute(
                 f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",
                 (entry_id, project_id),
             ).fetchone()
         assert row is not None
-        return _entry(row)
+        return entry_from_row(row)
 
     def delete(self, project_id: str, entry_id: str) -> None:
         with self._db.connection() as conn:

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.adapters.postgres.entries import ENTITIES_OF
+from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF
 from memory_engine.errors import NotFound
 
 #: Rows per page when streaming an export (a server-side cursor: memory use is one page).

@@ -12,7 +12,7 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import bm25
-from memory_engine.adapters.postgres.entries import ENTITIES_OF, not_expired
+from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
 from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKeys, SignalQuery
 
 SOURCE: Final = "memory"
