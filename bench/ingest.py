@@ -34,10 +34,10 @@ def main() -> int:
         print(f"error: {args.pdf} not found", file=sys.stderr)
         return 2
 
-    from memory_engine.adapters.local.s3_events import object_created_event
     from memory_engine.adapters.postgres.migrations import migrate
     from memory_engine.bootstrap import Container, set_container
-    from memory_engine.services.ingestion.runner import PipelineRunner
+    from memory_engine.local.pipeline import PipelineRunner
+    from memory_engine.local.s3_events import object_created_event
     from memory_engine.services.ingestion.steps import object_key
     from memory_engine.settings import Settings
 

@@ -391,8 +391,8 @@ class MemoryEngineHttp(MemoryEngineService):
     def setup(self, ds: Dataset) -> None:
         import http.client
 
-        from memory_engine.adapters.local.http_gateway import LocalGateway
         from memory_engine.domain.auth import Scope
+        from memory_engine.local.http_gateway import LocalGateway
         from memory_engine.services.keys import create_api_key
 
         super().setup(ds)

@@ -58,9 +58,8 @@ def container(
     database_url: str, switchable: SwitchableEmbedder, chat_model: ChatModel, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Container]:
     """The shared container shape, with the switchable embedder and fast retries (same policies)."""
-    from memory_engine.adapters.local.pipeline import invoke_ingestion_handler
     from memory_engine.bootstrap import set_container
-    from memory_engine.services.ingestion.runner import PipelineRunner
+    from memory_engine.local.pipeline import PipelineRunner, invoke_ingestion_handler
     from memory_engine.settings import Settings
 
     settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(tmp_path_factory.mktemp("home")))  # type: ignore[call-arg]

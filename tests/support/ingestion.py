@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_engine.bootstrap import Container
-from memory_engine.services.ingestion.runner import PipelineRunner, RunResult
+from memory_engine.local.pipeline import PipelineRunner, RunResult
 
 
 def object_created_event(bucket: str, key: str, size: int, *, etag: str = "0123456789abcdef0123456789abcdef",

@@ -187,8 +187,7 @@ class Container:
     @cached_property
     def pipeline_runner(self) -> Any:
         """The in-process runner of the ingestion pipeline (local shape, tests, bench)."""
-        from memory_engine.adapters.local.pipeline import invoke_ingestion_handler
-        from memory_engine.services.ingestion.runner import PipelineRunner
+        from memory_engine.local.pipeline import PipelineRunner, invoke_ingestion_handler
 
         return PipelineRunner(invoke=invoke_ingestion_handler)
 
@@ -200,8 +199,8 @@ class Container:
 
             return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn,
                                                 self.settings.express_state_machine_arn)
-        from memory_engine.adapters.local.priority import lower_thread_priority
-        from memory_engine.services.ingestion.runner import LocalPipelineStarter
+        from memory_engine.local.pipeline import LocalPipelineStarter
+        from memory_engine.local.priority import lower_thread_priority
 
         return LocalPipelineStarter(self.pipeline_runner, workers=self.settings.resolved_ingest_workers,
                                     thread_initializer=lower_thread_priority)
@@ -263,7 +262,7 @@ class Container:
     @cached_property
     def event_queue(self) -> Any:
         """The local EventBridge -> SQS stand-in (``POST /v1/events`` submits to it)."""
-        from memory_engine.adapters.local.event_queue import LocalEventQueue
+        from memory_engine.local.event_queue import LocalEventQueue
 
         return LocalEventQueue(self.dead_letters)
 

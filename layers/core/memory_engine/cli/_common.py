@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from memory_engine.adapters.local.engine import open_database
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import Container, set_container
+from memory_engine.local.engine import open_database
 from memory_engine.settings import Settings
 
 

@@ -95,11 +95,11 @@ def run_send(args: argparse.Namespace) -> int:
 
 
 def _send_in_process(events: list[dict[str, Any]]) -> int:
-    from memory_engine.adapters.local.event_queue import HANDLER, sqs_record
-    from memory_engine.adapters.local.lambda_runtime import invoke
     from memory_engine.cli._common import local_container
     from memory_engine.errors import MemoryEngineError
     from memory_engine.http.events import parse_event
+    from memory_engine.local.event_queue import HANDLER, sqs_record
+    from memory_engine.local.lambda_runtime import invoke
 
     print("no local server answered: running the extraction consumer in this process", file=sys.stderr)
     failed = 0

@@ -1,7 +1,7 @@
 """The local stand-in for API Gateway: an HTTP server on 127.0.0.1 that turns each request into
 an HTTP API v2 event and invokes the same Lambda handler that serves that route on AWS.
 
-Concurrency follows Lambda's: with a :class:`~memory_engine.adapters.local.workers.WorkerPool`
+Concurrency follows Lambda's: with a :class:`~memory_engine.local.workers.WorkerPool`
 (what ``memory-engine dev`` runs) each request goes to a free worker process, one request per
 worker at a time. Without one (tests, ``bench/peers.py``), requests are served in this process one
 at a time: Powertools keeps the current event on the router class, so one resolver cannot serve two
@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from memory_engine import constants as c
-from memory_engine.adapters.local.apigw_events import decode_response, http_api_event
-from memory_engine.adapters.local.lambda_runtime import LocalLambdaContext, invoke
 from memory_engine.http.responses import dumps
+from memory_engine.local.apigw_events import decode_response, http_api_event
+from memory_engine.local.lambda_runtime import LocalLambdaContext, invoke
 
 if TYPE_CHECKING:
-    from memory_engine.adapters.local.workers import WorkerPool
+    from memory_engine.local.workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 

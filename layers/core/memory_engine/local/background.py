@@ -17,7 +17,7 @@ class BackgroundService(Protocol):
 
 def background_services(container: Container) -> list[BackgroundService]:
     """Every service `memory-engine dev` runs beside the HTTP server, in start order."""
-    from memory_engine.adapters.local import drop_folder, event_queue, expiry_sweeper
+    from memory_engine.local import drop_folder, event_queue, expiry_sweeper
 
     found = [drop_folder.build(container), event_queue.build(container), expiry_sweeper.build(container)]
     return [service for service in found if service is not None]

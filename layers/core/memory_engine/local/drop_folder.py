@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_engine.adapters.local.s3_events import object_created_event
 from memory_engine.domain.documents import DocumentStatus, normalize_path
 from memory_engine.domain.validation import project_name
+from memory_engine.local.s3_events import object_created_event
 
 if TYPE_CHECKING:
     from memory_engine.bootstrap import Container

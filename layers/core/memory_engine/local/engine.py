@@ -13,14 +13,14 @@ from psycopg import sql
 
 from memory_engine import constants as c
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
-from memory_engine.adapters.local.http_gateway import LocalGateway
-from memory_engine.adapters.local.priority import lower_backend_priority
-from memory_engine.adapters.local.services import BackgroundService, background_services
-from memory_engine.adapters.local.workers import WorkerPool, default_workers
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import Container, set_container
 from memory_engine.domain.auth import Scope
+from memory_engine.local.background import BackgroundService, background_services
+from memory_engine.local.http_gateway import LocalGateway
+from memory_engine.local.priority import lower_backend_priority
+from memory_engine.local.workers import WorkerPool, default_workers
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import Settings
 

@@ -1,5 +1,6 @@
-"""The local pipeline runner: executes :data:`memory_engine.domain.pipeline.PIPELINE` in-process
-with the state machine's semantics.
+"""The local stand-in for Step Functions: executes :data:`memory_engine.domain.pipeline.PIPELINE`
+in-process with the state machine's semantics, invoking the ``functions/ingestion/handler.py``
+attributes with a Lambda-shaped context as Step Functions would.
 
 Same entry routing (S3 event -> Register; prepared DocumentRun -> Extract), same payloads
 between the same handlers, same Retry policies (error name = exception class name, exponential
@@ -28,8 +29,12 @@ from memory_engine.domain.pipeline import (
     Step,
     entry_step,
 )
+from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 
 logger = logging.getLogger(__name__)
+
+#: The ingestion Lambda's code, one handler attribute per task state.
+HANDLER_MODULE = "ingestion/handler"
 
 #: ``invoke(handler_attribute, payload) -> result payload`` (JSON-able dicts, as Lambda sees them).
 StepInvoker = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -41,6 +46,13 @@ class RunResult:
     state: dict[str, Any]
     error: str | None = None
     seconds_by_step: dict[str, float] = field(default_factory=dict)
+
+
+def invoke_ingestion_handler(attribute: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Call one step's handler in-process, as Step Functions invokes the task's Lambda."""
+    handler = load_handler(HANDLER_MODULE, attribute)
+    result: dict[str, Any] = handler(payload, LocalLambdaContext(function_name=f"memory-engine-ingest-{attribute}"))
+    return result
 
 
 def error_name(exc: BaseException) -> str:

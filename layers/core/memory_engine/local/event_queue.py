@@ -72,7 +72,7 @@ def sqs_record(message_id: str, body: str, *, attempts: int, sent_at_ms: int) ->
 
 
 def _invoke_handler(event: dict[str, Any]) -> Any:
-    from memory_engine.adapters.local.lambda_runtime import invoke
+    from memory_engine.local.lambda_runtime import invoke
 
     return invoke(HANDLER, event, "memory-engine-extraction")
 

@@ -43,8 +43,8 @@ def functions_dir() -> Path:
     configured = os.environ.get("MEMORY_ENGINE_FUNCTIONS_DIR")
     if configured:
         return Path(configured)
-    # layers/core/memory_engine/adapters/local/lambda_runtime.py -> repository root
-    return Path(__file__).resolve().parents[5] / "functions"
+    # layers/core/memory_engine/local/lambda_runtime.py -> repository root
+    return Path(__file__).resolve().parents[4] / "functions"
 
 
 def load_module(relative: str) -> ModuleType:
