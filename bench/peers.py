@@ -294,7 +294,8 @@ class MemoryEngineService(System):
 
     def setup(self, ds: Dataset) -> None:
         from memory_engine.adapters.postgres.migrations import migrate
-        from memory_engine.bootstrap import Container, set_container
+        from memory_engine.bootstrap import set_container
+        from memory_engine.local.container import LocalContainer
         from memory_engine.ports.embedder import Embedder, EmbeddingKind
         from memory_engine.settings import Settings
 
@@ -308,7 +309,7 @@ class MemoryEngineService(System):
                 return cache.get(texts)  # type: ignore[return-value]
 
         settings = Settings().model_copy(update={"database_url": self.db_url, "home": self.home})
-        self.container = Container(settings, embedder=LookupEmbedder())
+        self.container = LocalContainer(settings, embedder=LookupEmbedder())
         migrate(self.db_url, embedding_dim=384)
         set_container(self.container)
         self.project_id = self.container.projects.get_or_create_project(PROJECT).id

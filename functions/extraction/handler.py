@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import ValidationError
 
+from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.events import TurnCompletedEvent
 from memory_engine.errors import InvalidInput, NotFound
@@ -85,4 +86,5 @@ def _deadline(context: Any) -> float | None:
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    get_container().check(c.FUNCTION_EXTRACTION)  # a missing setting fails the batch before any record is taken
     return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))

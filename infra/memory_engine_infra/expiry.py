@@ -9,6 +9,7 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from memory_engine import constants as c
 from memory_engine.services.expiry import SWEEP_INTERVAL_SECONDS
 from memory_engine_infra.database import Database
 from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec
@@ -26,7 +27,7 @@ class Expiry(Construct):
         super().__init__(scope, construct_id)
         self.sweeper = functions.create(
             self, "SweepFunction",
-            FunctionSpec(area="expiry", handler="lambda_handler", service="expiry", timeout=SWEEP_TIMEOUT,
+            FunctionSpec(area=c.FUNCTION_EXPIRY, handler="lambda_handler", service=c.FUNCTION_EXPIRY, timeout=SWEEP_TIMEOUT,
                          memory_size=256, reserved_concurrency=1,
                          description="memory-engine: invalidate entries past expires_at (reason expired)"),
         )

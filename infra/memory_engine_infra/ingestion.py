@@ -116,7 +116,7 @@ class Ingestion(Construct):
             function = functions.create(
                 self, f"{name}Function",
                 FunctionSpec(
-                    area="ingestion", handler=handler, service=f"ingestion-{handler.replace('_', '-')}",
+                    area=c.FUNCTION_INGESTION, handler=handler, service=f"{c.FUNCTION_INGESTION}-{handler.replace('_', '-')}",
                     timeout=spec.timeout, memory_size=spec.memory_size,
                     reserved_concurrency=EMBED_RESERVED_CONCURRENCY if spec.embeds else None,
                     description=f"memory-engine ingestion step {handler}",

@@ -15,6 +15,7 @@ import pytest
 
 from memory_engine import constants as c
 from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES, STEP_FUNCTION_NAMES
+from memory_engine.settings import AWS_REQUIREMENTS
 from tests.infra.conftest import Synthesized
 
 OUR_FUNCTION_DESCRIPTION = re.compile(r"^memory-engine")
@@ -125,6 +126,23 @@ def test_database_facing_functions_have_reserved_concurrency(synthesized: Synthe
     for service, handler in (("api", "handler.lambda_handler"), ("search", "handler.lambda_handler"),
                              ("ingestion-embed-batch", "handler.embed_batch")):
         assert function(synthesized, service, handler)[1]["ReservedConcurrentExecutions"] >= 1
+
+
+def test_every_function_gets_the_settings_it_checks_at_cold_start(synthesized: Synthesized) -> None:
+    # Given what each function checks at its cold start (settings.AWS_REQUIREMENTS, plus a database)
+    seen = set()
+    for _, props in functions_by_handler(synthesized).values():
+        env = props["Environment"]["Variables"]
+        function_name = env["POWERTOOLS_SERVICE_NAME"].removeprefix("memory-engine-").split("-")[0]
+        if function_name == "migrations":  # a custom resource: its settings are the resource's properties
+            continue
+        seen.add(function_name)
+        # Then the stack sets every one of them, for the AWS runtime
+        assert env[c.ENV_RUNTIME] == "aws", function_name
+        assert c.ENV_DATABASE_SECRET_ARN in env, function_name
+        missing = [name for name in AWS_REQUIREMENTS[function_name] if name not in env]
+        assert not missing, (function_name, missing)
+    assert seen == set(AWS_REQUIREMENTS)
 
 
 # --- extraction: bus -> rule -> queue (DLQ) -> consumer ----------------------------------------------
@@ -449,7 +467,7 @@ def test_every_handler_string_names_a_function_of_its_code_asset(synthesized: Sy
         assert props["Handler"].removeprefix("handler.") in defined, name
 
 
-# --- expiry (issue 15) -----------------------------------------------------------------------------
+# --- expiry -----------------------------------------------------------------------------------
 
 def test_expiry_sweep_runs_every_minute_from_eventbridge_scheduler(synthesized: Synthesized) -> None:
     # Given the sweep function

@@ -91,16 +91,12 @@ def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
              responses=documented({201: (UploadUrl, "where and how to PUT the file")}, *AUTHENTICATED, *WITH_BODY))
 def upload(body: Annotated[UploadRequest, Body()]) -> Response[Any]:
     principal = require(router, Scope.WRITE)
-    presigned = prepare_upload(get_container().ingestion_ports, principal.project_id, body)
-    headers = dict(presigned.headers)
-    url = presigned.url
-    if url.startswith("/"):  # the local store: a route on this server; its signed token is the credential
-        event = router.current_event
-        host = event.headers.get("host") or event.raw_event["requestContext"]["domainName"]
-        scheme = event.headers.get("x-forwarded-proto", "http")
-        url = f"{scheme}://{host}{url}"
-    return json_response({"upload_url": url, "method": presigned.method, "headers": headers, "key": presigned.key,
-                          "expires_at": presigned.expires_at}, 201)
+    event = router.current_event
+    host = event.headers.get("host") or event.raw_event["requestContext"]["domainName"]
+    origin = f"{event.headers.get('x-forwarded-proto', 'http')}://{host}"
+    presigned = prepare_upload(get_container().ingestion_ports, principal.project_id, body, origin=origin)
+    return json_response({"upload_url": presigned.url, "method": presigned.method, "headers": dict(presigned.headers),
+                          "key": presigned.key, "expires_at": presigned.expires_at}, 201)
 
 
 @router.get("/v1/documents", summary="List documents",

@@ -1,11 +1,13 @@
-"""Background services of the local engine (the drop-folder watcher, the event queue)."""
+"""Background services of the local engine: the drop-folder watcher (the S3 upload stand-in), the
+event queue (EventBridge -> SQS) and the expiry sweep (EventBridge Scheduler)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from memory_engine.bootstrap import Container
+from memory_engine.local.container import LocalContainer
+from memory_engine.local.drop_folder import DropFolderWatcher
+from memory_engine.local.expiry_sweeper import ExpirySweeper
 
 
 class BackgroundService(Protocol):
@@ -15,9 +17,6 @@ class BackgroundService(Protocol):
     def stop(self) -> None: ...
 
 
-def background_services(container: Container) -> list[BackgroundService]:
+def background_services(container: LocalContainer) -> list[BackgroundService]:
     """Every service `memory-engine dev` runs beside the HTTP server, in start order."""
-    from memory_engine.local import drop_folder, event_queue, expiry_sweeper
-
-    found = [drop_folder.build(container), event_queue.build(container), expiry_sweeper.build(container)]
-    return [service for service in found if service is not None]
+    return [DropFolderWatcher(container, container.settings.drop_dir), container.event_queue, ExpirySweeper(container)]
