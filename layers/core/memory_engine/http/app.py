@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from memory_engine import __version__
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.validation import MAX_BODY_DEPTH, json_text_too_deep, text_problem
-from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound
+from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound, http_status
 from memory_engine.http.auth import current_principal
 from memory_engine.http.responses import dumps, error_response
 
@@ -69,7 +69,7 @@ class EngineResolver(APIGatewayHttpResolver):
 
 def _error_result(error: MemoryEngineError) -> dict[str, Any]:
     return {
-        "statusCode": error.status,
+        "statusCode": http_status(error),
         "headers": {"Content-Type": "application/json"},
         "body": dumps(error.to_body()),
         "isBase64Encoded": False,
@@ -120,7 +120,7 @@ def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
 
     @app.exception_handler(MemoryEngineError)
     def _engine_error(error: MemoryEngineError) -> Response[Any]:
-        if error.status >= 500:
+        if http_status(error) >= 500:
             logger.exception("request failed: %s", error.code)
         return error_response(error)
 

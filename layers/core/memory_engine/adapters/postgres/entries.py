@@ -31,7 +31,7 @@ from memory_engine.adapters.postgres.entry_sql import (
     not_expired,
 )
 from memory_engine.domain.cursor import Cursor, next_cursor
-from memory_engine.domain.entities import EntityLink
+from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
@@ -85,7 +85,7 @@ class PostgresWriteSession:
         return entry_from_row(row) if row else None
 
     def insert(
-        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
+        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[NewEntityLink],
         entity_vectors: EntityVectors, context: str | None = None,
     ) -> MemoryEntry:
         params: dict[str, Any] = {
@@ -115,7 +115,7 @@ class PostgresWriteSession:
 
     def merge_into(
         self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
-        links: Sequence[EntityLink], entity_vectors: EntityVectors,
+        links: Sequence[NewEntityLink], entity_vectors: EntityVectors,
     ) -> MemoryEntry:
         params = {**fields, "id": entry_id, "p": self._project_id, "content": content, "embedding": embedding}
         if "metadata" in params:

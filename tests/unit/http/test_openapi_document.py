@@ -9,7 +9,7 @@ from pathlib import Path
 from memory_engine.cli.openapi import render
 from memory_engine.http.health import committed_openapi_document
 
-COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+COMMITTED = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
 
 
 def test_committed_openapi_document_matches_the_code() -> None:
