@@ -1,4 +1,4 @@
-"""memory-engine side by side with the peers users would pick instead (issue 10).
+"""memory-engine side by side with the peers users would pick instead.
 
 Loads the same data into every system, on ONE embedded PostgreSQL server (one database per system
 and data set), with ONE local embedding model (all-MiniLM-L6-v2 int8) plugged into every system that

@@ -1,4 +1,4 @@
-"""HTTP routes for batch writes and deletes of memory entries (issue 15).
+"""HTTP routes for batch writes and deletes of memory entries.
 
 ``POST /v1/memory-entries/batch`` runs each item through the write funnel in order (the manual
 path, as ``POST /v1/memory-entries``); ``DELETE /v1/memory-entries/batch`` deletes by ids.

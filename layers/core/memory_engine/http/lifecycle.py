@@ -1,4 +1,4 @@
-"""HTTP routes of the memory lifecycle (issue 15): forgetting, export and import of a memory."""
+"""HTTP routes of the memory lifecycle: forgetting, export and import of a memory."""
 
 from __future__ import annotations
 
