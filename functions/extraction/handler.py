@@ -79,7 +79,8 @@ def _deadline(context: Any) -> float | None:
     """The invocation's end on the service clock (``time.monotonic``), from the Lambda context."""
     if context is None or not hasattr(context, "get_remaining_time_in_millis"):
         return None
-    return time.monotonic() + context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
+    remaining_ms = float(context.get_remaining_time_in_millis())
+    return time.monotonic() + remaining_ms / 1000 - DEADLINE_MARGIN_SECONDS
 
 
 @logger.inject_lambda_context(log_event=False)

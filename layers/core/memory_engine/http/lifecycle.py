@@ -47,7 +47,7 @@ def forget_route(body: Annotated[ForgetRequest, Body()]) -> Response[Any]:
 _EXPORT_RESPONSES: dict[int, OpenAPIResponse] = {
     **documented({}, *AUTHENTICATED, 404, 413, 422),
     200: {"description": "JSONL: a `header`, the `memory`, then `entity`, `entry` and `episode` lines",
-          "content": {JSONL: {"schema": {"type": "string"}}}},  # type: ignore[typeddict-item]
+          "content": {JSONL: {"schema": {"type": "string"}}}},
 }
 
 
