@@ -30,6 +30,27 @@ def test_vectors_are_unit_length_and_deterministic(embedder: OnnxMiniLMEmbedder)
     assert embedder.dimensions == 384 and first[0].shape == (384,)
 
 
+def test_short_texts_share_model_calls_within_the_token_budget(embedder: OnnxMiniLMEmbedder) -> None:
+    # Given short facts, a mid-length text and one past the model's 256 tokens
+    facts = [f"Person {i} likes item number {i}." for i in range(40)]
+    long_text = "a considerably longer sentence about many things " * 60
+    texts = [*facts, "A medium sentence that says a little more than the short facts do here.", long_text]
+    # When they are planned into model calls
+    groups = embedder._groups(texts)
+    lengths = [len(ids) for ids in embedder._encode(texts)]
+    # Then every text is in exactly one call, no call holds more padded tokens than the budget
+    # unless it is one text alone, and the short facts share calls (not one call each)
+    assert sorted(i for g in groups for i in g) == list(range(len(texts)))
+    for group in groups:
+        assert len(group) == 1 or len(group) * max(lengths[i] for i in group) <= embedder.token_budget
+    assert len(groups) < len(facts) // 4
+    assert [len(texts) - 1] in groups  # the long text is alone
+    # and a text embedded with company equals the same text embedded alone
+    together = embedder.embed_documents(texts)
+    assert np.allclose(together[3], embedder.embed_documents([texts[3]])[0], atol=1e-5)
+    assert np.allclose(together[-1], embedder.embed_documents([long_text])[0], atol=1e-5)
+
+
 def test_embeddings_endpoint_returns_vectors_of_the_deployment_model(api: ApiClient) -> None:
     response = api.post("/v1/embeddings", {"inputs": ["one", "two"]})
     assert response.status == 200

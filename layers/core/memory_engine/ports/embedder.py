@@ -51,14 +51,18 @@ class Embedder(ABC):
 
         Texts are batched by length so a batch pads to similar lengths (measured ~40% more
         throughput on the local model, docs/embeddings.md)."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[Vector | None] = [None] * len(texts)
-        for start in range(0, len(order), self.batch_size):
-            indexes = order[start : start + self.batch_size]
+        for indexes in self._groups(texts):
             vectors = self._normalized(self._embed_batch([texts[i] for i in indexes], EmbeddingKind.DOCUMENT))
             for index, vector in zip(indexes, vectors, strict=True):
                 out[index] = vector
         return [v for v in out if v is not None]
+
+    def _groups(self, texts: Sequence[str]) -> list[list[int]]:
+        """The model calls for ``texts``: lists of indexes, shortest texts first, ``batch_size`` a call.
+        A local model may group by its own measure of work instead (tokens, not texts)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        return [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
 
     def embed_document(self, text: str) -> Vector:
         return self.embed_documents([text])[0]

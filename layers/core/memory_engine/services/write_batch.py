@@ -1,19 +1,22 @@
 """Batch writes: up to 100 facts through the write funnel in one request, and batch deletes.
 
-The funnel itself is unchanged: each item goes through :func:`write_entry`, in order, in its own
-transaction, so duplicates *inside* the batch are skipped against each other exactly as two
-requests would be (item 7 sees item 3 committed), and retrying a batch skips every item already
-stored. What the batch adds is one embedding step ahead of the loop: every text the funnel will
-embed (the fact with its anchor entity and conversation context, and the entity names) is
-embedded in one ``embed_documents`` call, and the funnel is handed an embedder that answers from
-those vectors. A text the prediction missed (it cannot, short of a concurrent write to the same
-conversation) is embedded on its own, so the result never depends on the prediction.
-"""
+The funnel itself is unchanged: each item goes through :func:`write_entry`, in order, so
+duplicates *inside* the batch are skipped against each other exactly as two requests would be
+(item 7 sees item 3), and retrying a batch skips every item already stored. What the batch adds:
+one transaction for all items (the memories checked and locked once), and the embedding done
+ahead in a few batched model calls on a background thread, overlapped with the writes: every text
+the funnel will embed (the fact with its anchor entity and conversation context, and the entity
+names) is planned up front, and the funnel is handed an embedder that answers from those vectors.
+A text the plan missed (it cannot, short of a concurrent write to the same conversation) is
+embedded on its own, so the result never depends on the plan."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 #: `POST /v1/memory-entries/batch` and its DELETE take at most this many items.
 MAX_BATCH_ENTRIES = 100
+#: Items per embedding slice (see PrefetchedEmbedder): the first slice, then the others.
+_FIRST_SLICE, _SLICE = 8, 16
+_EMBED_THREADS = 2
 
 
 class BatchEntry(NewEntry):
@@ -85,24 +91,50 @@ class _Valid:
 
 
 class PrefetchedEmbedder(Embedder):
-    """Answers ``embed_documents`` from vectors computed ahead (one call for the whole batch);
-    anything else goes to the real model. When the batch call failed, a text it should have
-    covered fails at once (EmbeddingError: the funnel stores the fact without a vector) instead
-    of calling a failing model once per item."""
+    """Answers ``embed_documents`` from vectors computed ahead: the batch's texts are embedded in
+    a background thread, a slice of items at a time in input order, while the funnel writes the
+    items whose vectors are ready (the model and the database work at the same time). A text the
+    plan did not cover goes to the real model; a text whose slice failed fails at once
+    (EmbeddingError: the funnel stores the fact without a vector) instead of calling a failing
+    model once per item."""
 
-    def __init__(self, inner: Embedder, vectors: dict[str, Vector], *, failed: bool = False) -> None:
+    def __init__(self, inner: Embedder, slices: Sequence[Sequence[str]] = ()) -> None:
         super().__init__(query_cache_size=0)
         self.dimensions = inner.dimensions
         self.model_id = inner.model_id
         self._inner = inner
-        self._vectors = vectors
-        self._failed = failed
+        self._pending: dict[str, Future[dict[str, Vector]]] = {}
+        self._vectors: dict[str, Vector] = {}
+        self._failed: set[str] = set()
         self.misses = 0
+        if slices:
+            pool = ThreadPoolExecutor(max_workers=_EMBED_THREADS, thread_name_prefix="batch-embed")
+            for texts in slices:
+                future = pool.submit(_embed_slice, inner, texts)
+                self._pending.update(dict.fromkeys(texts, future))
+            pool.shutdown(wait=False)  # the thread ends after the last slice
+
+    def cancel(self) -> None:
+        """Drop the slices not started (the batch ended early, e.g. on a database error)."""
+        for future in self._pending.values():
+            future.cancel()
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        for text in texts:
+            future = self._pending.pop(text, None)
+            if future is not None:
+                try:
+                    self._vectors.update(future.result())
+                except Exception as exc:  # best-effort, as in the funnel: stored without vectors
+                    logger.warning("batch embedding failed; storing without vectors (repair with"
+                                   " `memory-engine reembed`): %s", exc)
+                    same = [t for t, f in self._pending.items() if f is future]
+                    for t in same:
+                        del self._pending[t]
+                    self._failed.update([text, *same])
         if all(text in self._vectors for text in texts):
             return [self._vectors[text] for text in texts]
-        if self._failed:
+        if any(text in self._failed for text in texts):
             raise EmbeddingError("the batch's embedding call failed")
         self.misses += 1
         return self._inner.embed_documents(texts)
@@ -114,6 +146,10 @@ class PrefetchedEmbedder(Embedder):
         raise NotImplementedError  # every call is answered above or by the inner model
 
 
+def _embed_slice(embedder: Embedder, texts: Sequence[str]) -> dict[str, Vector]:
+    return dict(zip(texts, embedder.embed_documents(texts), strict=True))
+
+
 def write_entries(
     repo: EntryRepository, embedder: Embedder, chat: ChatModel, *, project_id: str, items: Sequence[dict[str, Any]],
     duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
@@ -123,8 +159,8 @@ def write_entries(
     An item that fails validation, names a memory not in the project (404) or is over a limit
     (413) is ``rejected`` with the error and does not stop the others. The writes share one
     transaction, so a dependency failure (database) stores none of them and sending the batch
-    again is safe; a retry after success answers ``skipped`` for each item. Embedding is one
-    batched, best-effort model call.
+    again is safe; a retry after success answers ``skipped`` for each item. Embedding is batched,
+    overlapped with the writes and best-effort (a fact whose vector failed is stored without one).
     """
     results: dict[int, EntryBatchItem] = {}
     valid: list[_Valid] = []
@@ -140,7 +176,9 @@ def write_entries(
     prefetched = _prefetch(repo, embedder, project_id, valid)
     # one transaction (one commit) for the whole batch: measured, the commit's disk flush is most
     # of a single write's time on the local engine (bench/write_funnel.py --batch)
-    with repo.one_transaction(project_id, [item.entry.memory_id for item in valid]) as batch:
+    with contextlib.ExitStack() as stack:
+        stack.callback(prefetched.cancel)
+        batch = stack.enter_context(repo.one_transaction(project_id, [item.entry.memory_id for item in valid]))
         for item in valid:
             try:
                 result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
@@ -162,10 +200,10 @@ def _rejected(index: int, error: MemoryEngineError) -> EntryBatchItem:
 
 
 def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid: Sequence[_Valid]) -> PrefetchedEmbedder:
-    """The texts the funnel will embed for each item, embedded in one call. A conversation's turn
-    is embedded with the turn before it as context (see ``write_entry``): the batch's own previous
-    item of that conversation, else the memory's latest live entry of it."""
-    texts: list[str] = []
+    """The texts the funnel will embed for each item, embedded ahead in a few batched calls. A
+    conversation's turn is embedded with the turn before it as context (see ``write_entry``): the
+    batch's own previous item of that conversation, else the memory's latest live entry of it."""
+    per_item: list[list[str]] = []
     last_turn: dict[tuple[str, str], str] = {}
     for item in valid:
         entry = item.entry
@@ -188,17 +226,20 @@ def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid:
                     previous = None
                 context = previous[1] if previous else None
             last_turn[key] = turn_text(entry.subject, content)
-        texts.append(embedding_text(content, anchor_name(links), context=context))
-        texts.extend(link.display_name for link in links)
-    unique = list(dict.fromkeys(texts))
-    if not unique:
-        return PrefetchedEmbedder(embedder, {})
-    try:
-        vectors = embedder.embed_documents(unique)
-    except Exception as exc:  # best-effort, as in the funnel: the facts are stored without vectors
-        logger.warning("batch embedding failed; storing without vectors (repair with `memory-engine reembed`): %s", exc)
-        return PrefetchedEmbedder(embedder, {}, failed=True)
-    return PrefetchedEmbedder(embedder, dict(zip(unique, vectors, strict=True)))
+        per_item.append([embedding_text(content, anchor_name(links), context=context),
+                         *(link.display_name for link in links)])
+    # slices of items in input order: the first is small so writing starts early, the rest large
+    # enough for the model to batch well (texts a slice repeats from an earlier one are not redone)
+    slices: list[list[str]] = []
+    seen: set[str] = set()
+    bounds = [0, _FIRST_SLICE, *range(_FIRST_SLICE + _SLICE, len(per_item), _SLICE), len(per_item)]
+    for lo, hi in itertools.pairwise(bounds):
+        texts = [t for item_texts in per_item[lo:hi] for t in item_texts if t not in seen]
+        texts = list(dict.fromkeys(texts))
+        seen.update(texts)
+        if texts:
+            slices.append(texts)
+    return PrefetchedEmbedder(embedder, slices)
 
 
 def delete_entries(repo: EntryRepository, project_id: str, entry_ids: Sequence[str]) -> list[DeletedItem]:

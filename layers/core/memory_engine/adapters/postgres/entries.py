@@ -192,12 +192,16 @@ class PostgresEntryRepository:
     @contextlib.contextmanager
     def one_transaction(self, project_id: str, memory_ids: Sequence[str]) -> Iterator[PostgresEntryRepository]:
         with self._db.connection() as conn, conn.transaction():
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(m.id, 0) AS h FROM memories m"
-                " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks",
-                (project_id, sorted(set(memory_ids))),
+            # every memory of the batch that is in the project, locked (in id order, so two batches
+            # never deadlock) with the HNSW knobs set, once for the whole transaction
+            rows = conn.execute(
+                "SELECT id, pg_advisory_xact_lock(h) FROM (SELECT m.id, hashtextextended(m.id, 0) AS h FROM memories m"
+                " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks"
+                " CROSS JOIN (SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                " set_config('hnsw.ef_search', %s, true)) knobs",
+                (project_id, sorted(set(memory_ids)), str(self._ef_search)),
             ).fetchall()
-            yield _SharedTransactionEntries(self, conn)
+            yield _SharedTransactionEntries(self, conn, locked={str(r["id"]) for r in rows})
 
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         with self._db.connection() as conn:
@@ -299,16 +303,22 @@ class _SharedTransactionEntries(PostgresEntryRepository):
     calls (``write_session``, ``conversation_context``) on one open transaction; the other
     methods run on their own connections as usual."""
 
-    def __init__(self, parent: PostgresEntryRepository, conn: psycopg.Connection[dict[str, Any]]) -> None:
+    def __init__(
+        self, parent: PostgresEntryRepository, conn: psycopg.Connection[dict[str, Any]], *, locked: set[str]
+    ) -> None:
         super().__init__(parent._db, ef_search=parent._ef_search)
         self._conn = conn
+        self._locked = locked
 
     @contextlib.contextmanager
     def write_session(self, project_id: str, memory_id: str) -> Iterator[PostgresWriteSession]:
-        # a savepoint per write: an item that fails (e.g. an unknown memory) leaves the batch usable
-        with self._conn.transaction():
-            _lock_memory(self._conn, project_id, memory_id, self._ef_search)
-            yield PostgresWriteSession(self._conn, project_id, memory_id)
+        # The memories were checked and locked when the transaction began, so a write is just its
+        # shortlist and insert (no savepoint, no lock round trip: 5 -> 2 statements a fact). An
+        # unknown memory is refused before any statement, so the transaction stays usable; any
+        # database error fails the whole batch (nothing of it is stored).
+        if memory_id not in self._locked:
+            raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+        yield PostgresWriteSession(self._conn, project_id, memory_id)
 
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         return _conversation_context(self._conn, project_id, memory_id, conversation_id)
