@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test fuzz lint typecheck install clean layer bench-peers bench-load
+.PHONY: dev test fuzz lint fmt typecheck openapi synth install clean layer bench-peers bench-load
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,22 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check layers functions infra tests bench clients
 
+# ruff's safe fixes (import order, pyupgrade, ...); the code is not run through a formatter
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix layers functions infra tests bench clients
+
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The OpenAPI document from the routes: the package data GET /v1/openapi.json serves (docs/openapi.json
+# links to it); tests/unit/test_openapi_document.py fails when it is stale
+openapi: $(STAMP)
+	$(BIN)/memory-engine openapi --write layers/core/memory_engine/http/openapi.json
+
+# The CloudFormation template into cdk.out/, offline, with cdk-nag (what `cdk synth` runs; needs Node)
+synth: $(STAMP)
+	CDK_OUTDIR=cdk.out $(BIN)/python infra/app.py
+	@echo "template: cdk.out/MemoryEngine.template.json"
 
 # memory-engine next to Mem0, LlamaIndex, LangChain and BM25 on one PostgreSQL and one embedding model
 # (docs/benchmarks.md). The peers live in the optional `peers` extra, never in the core install.

@@ -34,10 +34,11 @@ def main() -> int:
         print(f"error: {args.pdf} not found", file=sys.stderr)
         return 2
 
-    from memory_engine.adapters.local.s3_events import object_created_event
     from memory_engine.adapters.postgres.migrations import migrate
-    from memory_engine.bootstrap import Container, set_container
-    from memory_engine.services.ingestion.runner import PipelineRunner
+    from memory_engine.bootstrap import set_container
+    from memory_engine.local.container import LocalContainer
+    from memory_engine.local.pipeline import PipelineRunner
+    from memory_engine.local.s3_events import object_created_event
     from memory_engine.services.ingestion.steps import object_key
     from memory_engine.settings import Settings
 
@@ -50,7 +51,7 @@ def main() -> int:
             server = EmbeddedPostgres(Path(tmp) / "pgdata")
             url = server.start()
         try:
-            container = Container(Settings(DATABASE_URL=url, MEMORY_ENGINE_HOME=tmp))  # type: ignore[call-arg]
+            container = LocalContainer(Settings(DATABASE_URL=url, MEMORY_ENGINE_HOME=tmp))  # type: ignore[call-arg]
             migrate(url, embedding_dim=container.embedder.dimensions)
             set_container(container)
             container.embedder.embed_query("warm up")

@@ -1,4 +1,4 @@
-"""memory-engine side by side with the peers users would pick instead (issue 10).
+"""memory-engine side by side with the peers users would pick instead.
 
 Loads the same data into every system, on ONE embedded PostgreSQL server (one database per system
 and data set), with ONE local embedding model (all-MiniLM-L6-v2 int8) plugged into every system that
@@ -294,7 +294,8 @@ class MemoryEngineService(System):
 
     def setup(self, ds: Dataset) -> None:
         from memory_engine.adapters.postgres.migrations import migrate
-        from memory_engine.bootstrap import Container, set_container
+        from memory_engine.bootstrap import set_container
+        from memory_engine.local.container import LocalContainer
         from memory_engine.ports.embedder import Embedder, EmbeddingKind
         from memory_engine.settings import Settings
 
@@ -308,7 +309,7 @@ class MemoryEngineService(System):
                 return cache.get(texts)  # type: ignore[return-value]
 
         settings = Settings().model_copy(update={"database_url": self.db_url, "home": self.home})
-        self.container = Container(settings, embedder=LookupEmbedder())
+        self.container = LocalContainer(settings, embedder=LookupEmbedder())
         migrate(self.db_url, embedding_dim=384)
         set_container(self.container)
         self.project_id = self.container.projects.get_or_create_project(PROJECT).id
@@ -391,8 +392,8 @@ class MemoryEngineHttp(MemoryEngineService):
     def setup(self, ds: Dataset) -> None:
         import http.client
 
-        from memory_engine.adapters.local.http_gateway import LocalGateway
         from memory_engine.domain.auth import Scope
+        from memory_engine.local.http_gateway import LocalGateway
         from memory_engine.services.keys import create_api_key
 
         super().setup(ds)

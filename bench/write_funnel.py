@@ -209,8 +209,8 @@ def run_batch(facts: int, rounds: int) -> int:
     import json
     from urllib.parse import urlparse
 
-    from memory_engine.adapters.local.engine import LocalEngine
     from memory_engine.domain.auth import parse_scopes
+    from memory_engine.local.engine import LocalEngine
     from memory_engine.services.keys import create_api_key
     from memory_engine.settings import Settings
 

@@ -16,8 +16,9 @@ from psycopg import sql
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
 from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.adapters.postgres.migrations import migrate
-from memory_engine.bootstrap import Container, set_container
+from memory_engine.bootstrap import set_container
 from memory_engine.domain.auth import Scope, parse_scopes
+from memory_engine.local.container import LocalContainer
 from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import Settings
@@ -89,17 +90,15 @@ def chat_model() -> ChatModel:
 @pytest.fixture(scope="module")
 def container(
     database_url: str, embedder: OnnxMiniLMEmbedder, chat_model: ChatModel, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Container]:
+) -> Iterator[LocalContainer]:
     """The module's container: its database, the real model, and a MEMORY_ENGINE_HOME of its own
     (local blob folder, drop folder)."""
     home = tmp_path_factory.mktemp("home")
     settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home))  # type: ignore[call-arg]
-    built = Container(settings, embedder=embedder, chat_model=chat_model)
+    built = LocalContainer(settings, embedder=embedder, chat_model=chat_model)
     set_container(built)
     yield built
     set_container(None)
-    if "pipeline_starter" in built.__dict__:
-        built.pipeline_starter.shutdown()
     built.close()
 
 
@@ -115,7 +114,7 @@ KeyFactory = Callable[..., str]
 
 
 @pytest.fixture(scope="module")
-def make_key(container: Container) -> KeyFactory:
+def make_key(container: LocalContainer) -> KeyFactory:
     """``make_key("acme", "read,write")`` -> a raw API key for that project."""
 
     def make(project: str = "acme", scopes: str = "read,write") -> str:

@@ -7,6 +7,8 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 
+from memory_engine import constants as c
+from memory_engine.bootstrap import get_container
 from memory_engine.http.app import build_resolver
 from memory_engine.http.routers import api_routers
 
@@ -20,4 +22,5 @@ app = build_resolver(api_routers())
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    get_container().check(c.FUNCTION_API)  # at cold start: a missing setting fails every request, not some
     return app.resolve(event, context)

@@ -9,6 +9,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
 from memory_engine.services.expiry import sweep_expired
 
@@ -21,6 +22,8 @@ metrics = Metrics(namespace="MemoryEngine", service="expiry")
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
-    expired = sweep_expired(get_container().expiry)
+    container = get_container()
+    container.check(c.FUNCTION_EXPIRY)
+    expired = sweep_expired(container.expiry)
     metrics.add_metric(name="EntriesExpired", unit=MetricUnit.Count, value=expired)
     return {"expired": expired}

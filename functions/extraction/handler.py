@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import ValidationError
 
+from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.events import TurnCompletedEvent
 from memory_engine.errors import InvalidInput, NotFound
@@ -78,11 +79,13 @@ def _deadline(context: Any) -> float | None:
     """The invocation's end on the service clock (``time.monotonic``), from the Lambda context."""
     if context is None or not hasattr(context, "get_remaining_time_in_millis"):
         return None
-    return time.monotonic() + context.get_remaining_time_in_millis() / 1000 - DEADLINE_MARGIN_SECONDS
+    remaining_ms = float(context.get_remaining_time_in_millis())
+    return time.monotonic() + remaining_ms / 1000 - DEADLINE_MARGIN_SECONDS
 
 
 @logger.inject_lambda_context(log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    get_container().check(c.FUNCTION_EXTRACTION)  # a missing setting fails the batch before any record is taken
     return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools import Logger, Tracer
 from pydantic import BaseModel
 
+from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.documents import DocumentRun, EmbedBatchInput, FailedRun, S3ObjectCreatedEvent
 from memory_engine.services.ingestion import steps
@@ -24,8 +25,11 @@ In = TypeVar("In", bound=BaseModel)
 
 
 def _run(step: Callable[[In, steps.IngestionPorts], BaseModel], payload: type[In], event: dict[str, Any]) -> dict[str, Any]:
-    """Parse the state input, run one step, return the next state's input as JSON."""
-    return step(payload.model_validate(event), get_container().ingestion_ports).model_dump(mode="json")
+    """Check the function's settings (once per container), parse the state input, run one step,
+    return the next state's input as JSON."""
+    container = get_container()
+    container.check(c.FUNCTION_INGESTION)
+    return step(payload.model_validate(event), container.ingestion_ports).model_dump(mode="json")
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -24,6 +24,7 @@ from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database
 from memory_engine_infra.ingestion import Ingestion
 from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec, grant_bedrock
+from memory_engine_infra.nag import ack
 
 #: API Gateway HTTP APIs stop waiting for an integration after 30 s.
 API_TIMEOUT = Duration.seconds(29)
@@ -106,6 +107,7 @@ class Api(Construct):
             default_integration=api_integration,  # the $default route: everything not listed below
             create_default_stage=True,
         )
+        ack(self.http_api, "AwsSolutions-APIG4", AUTH_IN_FUNCTIONS_REASON)
         for method, path in deployed_search_routes():
             self.http_api.add_routes(path=path, methods=[method], integration=search_integration)
         # explicit routes of the API function ($default reaches it too; these pin the contract, e.g. POST /v1/mcp)

@@ -9,9 +9,11 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from memory_engine import constants as c
 from memory_engine.services.expiry import SWEEP_INTERVAL_SECONDS
 from memory_engine_infra.database import Database
 from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec
+from memory_engine_infra.nag import ack, arn_of
 
 SWEEP_TIMEOUT = Duration.minutes(2)
 #: A missed tick is not worth replaying late: the next one sweeps the same rows.
@@ -26,7 +28,7 @@ class Expiry(Construct):
         super().__init__(scope, construct_id)
         self.sweeper = functions.create(
             self, "SweepFunction",
-            FunctionSpec(area="expiry", handler="lambda_handler", service="expiry", timeout=SWEEP_TIMEOUT,
+            FunctionSpec(area=c.FUNCTION_EXPIRY, handler="lambda_handler", service=c.FUNCTION_EXPIRY, timeout=SWEEP_TIMEOUT,
                          memory_size=256, reserved_concurrency=1,
                          description="memory-engine: invalidate entries past expires_at (reason expired)"),
         )
@@ -35,10 +37,15 @@ class Expiry(Construct):
             self, "DeadLetters", retention_period=Duration.days(14),
             encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
         )
+        ack(self.dead_letter_queue, "AwsSolutions-SQS3",
+            "This queue IS a dead-letter queue: EventBridge Scheduler's DLQ for expiry-sweep invocations it could not "
+            "deliver (alarmed in Observability).")
         self.scheduler_role = iam.Role(
             self, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
             description="memory-engine: EventBridge Scheduler invokes the expiry sweep",
         )
+        ack(self.scheduler_role, f"AwsSolutions-IAM5[Resource::{arn_of(self.sweeper)}:*]",
+            "EventBridge Scheduler may invoke the expiry sweep function and its versions only (CDK grantInvoke).")
         self.schedule = scheduler.Schedule(
             self, "Schedule",
             schedule=scheduler.ScheduleExpression.rate(Duration.seconds(SWEEP_INTERVAL_SECONDS)),

@@ -55,7 +55,7 @@ class Extraction(Construct):
         self.consumer = functions.create(
             self, "ConsumerFunction",
             FunctionSpec(
-                area="extraction", handler="lambda_handler", service="extraction",
+                area=c.FUNCTION_EXTRACTION, handler="lambda_handler", service=c.FUNCTION_EXTRACTION,
                 timeout=CONSUMER_TIMEOUT, memory_size=1024,
                 description="memory-engine: turn.completed -> episode + extracted facts",
             ),

@@ -28,6 +28,7 @@ from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMEN
 from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database
 from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec, grant_bedrock
+from memory_engine_infra.nag import ack, arn_of
 
 PROJECTS = f"{c.S3_PROJECT_PREFIX}*"
 WORK = f"{c.S3_WORK_PREFIX}*"
@@ -88,7 +89,6 @@ class Ingestion(Construct):
         )
         self.bucket = s3.Bucket(
             self, "Documents",
-            event_bridge_enabled=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
@@ -106,6 +106,12 @@ class Ingestion(Construct):
                               allowed_headers=["content-type"], max_age=3600)],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # EventBridge notifications as the bucket's own property: CDK's `event_bridge_enabled` sets them
+        # through a custom resource (one more Lambda with a '*' policy) that an own bucket does not need
+        cfn_bucket = self.bucket.node.default_child
+        assert isinstance(cfn_bucket, s3.CfnBucket)
+        cfn_bucket.notification_configuration = s3.CfnBucket.NotificationConfigurationProperty(
+            event_bridge_configuration=s3.CfnBucket.EventBridgeConfigurationProperty(event_bridge_enabled=True))
 
         step_names, build_asl = _pipeline()
         self.functions: dict[str, lambda_.Function] = {}
@@ -116,7 +122,7 @@ class Ingestion(Construct):
             function = functions.create(
                 self, f"{name}Function",
                 FunctionSpec(
-                    area="ingestion", handler=handler, service=f"ingestion-{handler.replace('_', '-')}",
+                    area=c.FUNCTION_INGESTION, handler=handler, service=f"{c.FUNCTION_INGESTION}-{handler.replace('_', '-')}",
                     timeout=spec.timeout, memory_size=spec.memory_size,
                     reserved_concurrency=EMBED_RESERVED_CONCURRENCY if spec.embeds else None,
                     description=f"memory-engine ingestion step {handler}",
@@ -132,6 +138,11 @@ class Ingestion(Construct):
             database.connect_as_app(function)
             self.functions[handler] = function
             substitutions[placeholder] = function.function_arn
+            assert function.role is not None
+            for prefix in ("_work", "projects"):
+                ack(function.role, f"AwsSolutions-IAM5[Resource::{arn_of(self.bucket)}/{prefix}/*]",
+                    f"The {handler} step reads/writes objects under {prefix}/ only; object keys are per project "
+                    "and document, so the grant is a key prefix, never the whole bucket.")
 
         def definition(timeout: Duration) -> str:
             return json.dumps(build_asl(map_max_concurrency=config.map_max_concurrency,
@@ -147,12 +158,19 @@ class Ingestion(Construct):
             "SmallDocumentPipeline", definition(express_timeout), substitutions, sfn.StateMachineType.EXPRESS,
             express_timeout, sfn.LogLevel.ERROR,  # Express keeps no history but its logs
         )
+        ack(self.express_state_machine, "AwsSolutions-SF1",
+            "The Express machine for small documents logs ERROR events only: each document's outcome (status, "
+            "error) is recorded in the database by the pipeline itself, and logging ALL events would cost about as "
+            "much CloudWatch ingestion as the Express executions do (docs/ingestion.md). The Standard machine logs ALL.")
 
         # S3 -> EventBridge (default bus) -> state machine; the execution input is the event itself.
         self.rule_dead_letters = sqs.Queue(
             self, "RuleDeadLetters", retention_period=Duration.days(14),
             encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
         )
+        ack(self.rule_dead_letters, "AwsSolutions-SQS3",
+            "This queue IS a dead-letter queue: the EventBridge rule's target DLQ for S3 events it could not deliver "
+            "to the state machine (alarmed in Observability).")
         self.object_created_rule = self._object_created_rule(
             "ObjectCreated", [">", SMALL_DOCUMENT_BYTES], self.state_machine,
             f"documents over {SMALL_DOCUMENT_BYTES // 1024} KiB under projects/ start the Standard ingestion machine")
@@ -178,6 +196,11 @@ class Ingestion(Construct):
         )
         for function in self.functions.values():
             function.grant_invoke(machine)
+            ack(machine.role, f"AwsSolutions-IAM5[Resource::{arn_of(function)}:*]",
+                "lambda:InvokeFunction on the pipeline's own task function and its versions/aliases (CDK grantInvoke).")
+        ack(machine.role, "AwsSolutions-IAM5[Resource::*]",
+            "Step Functions logging (logs:CreateLogDelivery, ...DescribeLogGroups) and X-Ray tracing actions "
+            "(xray:PutTraceSegments, ...) are only authorized on '*'.")
         return machine
 
     def _object_created_rule(self, construct_id: str, size: list[Any], machine: sfn.StateMachine,
@@ -212,6 +235,13 @@ class Ingestion(Construct):
         function.add_environment(c.ENV_DOCUMENTS_BUCKET, self.bucket.bucket_name)
         function.add_environment(c.ENV_STATE_MACHINE_ARN, self.state_machine.state_machine_arn)
         function.add_environment(c.ENV_EXPRESS_STATE_MACHINE_ARN, self.express_state_machine.state_machine_arn)
+        assert function.role is not None
+        ack(function.role, f"AwsSolutions-IAM5[Resource::{arn_of(self.bucket)}/projects/*]",
+            "The API presigns uploads, writes text documents and deletes documents under projects/<project_id>/; "
+            "the project id is only known per request, so the grant is the projects/ prefix.")
+        ack(function.role, f"AwsSolutions-IAM5[Resource::{arn_of(self.bucket)}/_work/*]",
+            "Deleting a document also deletes its intermediate pipeline objects under _work/<document_id>/ "
+            "(s3:DeleteObject only).")
 
     def _grant_objects(self, function: lambda_.Function, action: str, prefixes: tuple[str, ...]) -> None:
         """One object-level action on key prefixes (no bucket-level or wildcard actions)."""

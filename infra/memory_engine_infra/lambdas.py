@@ -20,6 +20,7 @@ from constructs import Construct
 from memory_engine import constants as c
 from memory_engine_infra.config import REPO_ROOT, DeploymentConfig
 from memory_engine_infra.layers import ARCHITECTURE, RUNTIME, SharedLayers
+from memory_engine_infra.nag import PYTHON_RUNTIME_REASON, VPC_FUNCTION_REASON, ack
 from memory_engine_infra.network import Network
 from memory_engine_infra.observability import powertools_environment
 
@@ -99,6 +100,8 @@ class FunctionFactory:
             security_groups=security_groups or [self._network.function_security_group],
             description=spec.description or f"memory-engine {spec.service}",
         )
+        ack(function, "AwsSolutions-L1", PYTHON_RUNTIME_REASON)
+        ack(role, "AwsSolutions-IAM5[Resource::*]", VPC_FUNCTION_REASON)
         return function
 
 

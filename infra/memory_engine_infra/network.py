@@ -8,7 +8,7 @@ endpoint (e.g. an OpenAI-compatible model server); their subnets then get a rout
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Acknowledgment, RemovalPolicy, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -50,6 +50,11 @@ class Network(Construct):
             subnet_configuration=subnets,
             restrict_default_security_group=True,
         )
+        Validations.of(self.vpc).acknowledge(Acknowledgment(
+            id="CloudFormation-Validate::W3010",
+            reason="Zones are fixed on purpose (DeploymentConfig.availability_zones, -c availability_zones=...) so "
+                   "synth never queries the account and the template is deterministic.",
+        ))
         flow_logs = logs.LogGroup(
             self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
         )

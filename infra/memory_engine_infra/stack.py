@@ -16,7 +16,6 @@ from memory_engine_infra.extraction import Extraction
 from memory_engine_infra.ingestion import Ingestion
 from memory_engine_infra.lambdas import FunctionFactory, common_environment
 from memory_engine_infra.layers import SharedLayers
-from memory_engine_infra.nag import suppress_findings
 from memory_engine_infra.network import Network
 from memory_engine_infra.observability import Observability
 
@@ -65,7 +64,6 @@ class MemoryEngineStack(Stack):
         CfnOutput(self, "StateMachineArn", value=self.ingestion.state_machine.state_machine_arn)
         CfnOutput(self, "ExpressStateMachineArn", value=self.ingestion.express_state_machine.state_machine_arn)
         CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn)
-        suppress_findings(self)
 
     @property
     def availability_zones(self) -> list[str]:

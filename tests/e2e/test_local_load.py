@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.local.engine import LocalEngine
 from memory_engine.http.embeddings import MAX_TOTAL_CHARS
+from memory_engine.local.engine import LocalEngine
 from memory_engine.settings import Settings
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "load.py"

@@ -18,8 +18,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from memory_engine.adapters.local.engine import LocalEngine
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.local.engine import LocalEngine
 from memory_engine.settings import Settings
 
 LEAKS = ("psycopg", "postgres", "Traceback", "pgdata", ".s.PGSQL", "socket", "server closed", "/tmp")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from memory_engine.adapters.local.lambda_runtime import LocalLambdaContext, load_handler
 from memory_engine.bootstrap import Container
+from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 
 # A verbatim API Gateway HTTP API (payload format 2.0) event, as AWS documents it.
 HEALTH_EVENT = {

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.local.apigw_events import http_api_event
-from memory_engine.adapters.local.lambda_runtime import LocalLambdaContext, load_handler
 from memory_engine.bootstrap import Container
 from memory_engine.http.console import console_files
+from memory_engine.local.apigw_events import http_api_event
+from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 
 
 def get(path: str, **headers: str) -> dict[str, Any]:

@@ -11,9 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from memory_engine.adapters.local.lambda_runtime import LocalLambdaContext, load_handler
 from memory_engine.adapters.s3.blob_store import S3BlobStore
 from memory_engine.bootstrap import Container, set_container
+from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 from memory_engine.settings import Settings
 from tests.support.ingestion import object_created_event
 

@@ -21,9 +21,9 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
-from memory_engine.adapters.local.lambda_runtime import LocalLambdaContext, load_handler
 from memory_engine.adapters.postgres.migrations import load_migrations
 from memory_engine.errors import SchemaMismatch
+from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 
 REGION = "us-east-1"
 STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/MemoryEngine/5b6a7f40-1e5c-11ef-9a4b-0e3f8d6a1c2b"

@@ -15,6 +15,7 @@ import pytest
 
 from memory_engine import constants as c
 from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES, STEP_FUNCTION_NAMES
+from memory_engine.settings import AWS_REQUIREMENTS
 from tests.infra.conftest import Synthesized
 
 OUR_FUNCTION_DESCRIPTION = re.compile(r"^memory-engine")
@@ -127,6 +128,23 @@ def test_database_facing_functions_have_reserved_concurrency(synthesized: Synthe
         assert function(synthesized, service, handler)[1]["ReservedConcurrentExecutions"] >= 1
 
 
+def test_every_function_gets_the_settings_it_checks_at_cold_start(synthesized: Synthesized) -> None:
+    # Given what each function checks at its cold start (settings.AWS_REQUIREMENTS, plus a database)
+    seen = set()
+    for _, props in functions_by_handler(synthesized).values():
+        env = props["Environment"]["Variables"]
+        function_name = env["POWERTOOLS_SERVICE_NAME"].removeprefix("memory-engine-").split("-")[0]
+        if function_name == "migrations":  # a custom resource: its settings are the resource's properties
+            continue
+        seen.add(function_name)
+        # Then the stack sets every one of them, for the AWS runtime
+        assert env[c.ENV_RUNTIME] == "aws", function_name
+        assert c.ENV_DATABASE_SECRET_ARN in env, function_name
+        missing = [name for name in AWS_REQUIREMENTS[function_name] if name not in env]
+        assert not missing, (function_name, missing)
+    assert seen == set(AWS_REQUIREMENTS)
+
+
 # --- extraction: bus -> rule -> queue (DLQ) -> consumer ----------------------------------------------
 
 def test_turn_completed_rule_on_the_custom_bus_targets_the_queue(synthesized: Synthesized) -> None:
@@ -180,10 +198,10 @@ def test_consumer_may_put_events_only_on_its_bus_and_no_other_function_may(synth
 def test_bucket_sends_events_to_eventbridge_and_expires_work_files(synthesized: Synthesized) -> None:
     (bucket_id,) = [k for k, v in synthesized.resources("AWS::S3::Bucket").items()
                     if "LifecycleConfiguration" in v["Properties"] and "LoggingConfiguration" in v["Properties"]]
-    notifications = next(iter(synthesized.resources("Custom::S3BucketNotifications").values()))
-    assert notifications["Properties"]["BucketName"] == {"Ref": bucket_id}
-    assert notifications["Properties"]["NotificationConfiguration"] == {"EventBridgeConfiguration": {}}
     props = synthesized.properties(bucket_id)
+    # the bucket's own property, not CDK's notifications custom resource (one Lambda fewer)
+    assert props["NotificationConfiguration"] == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
+    assert not synthesized.resources("Custom::S3BucketNotifications")
     assert props["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
     rules = props["LifecycleConfiguration"]["Rules"]
@@ -449,7 +467,7 @@ def test_every_handler_string_names_a_function_of_its_code_asset(synthesized: Sy
         assert props["Handler"].removeprefix("handler.") in defined, name
 
 
-# --- expiry (issue 15) -----------------------------------------------------------------------------
+# --- expiry -----------------------------------------------------------------------------------
 
 def test_expiry_sweep_runs_every_minute_from_eventbridge_scheduler(synthesized: Synthesized) -> None:
     # Given the sweep function

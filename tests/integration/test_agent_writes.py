@@ -14,7 +14,7 @@ from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.services.write_entry import MERGE_MODEL_FAILED, MERGE_NO_MODEL, AgentContext, write_entry
 from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient
-from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, ScriptedChat
+from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, ScriptedChat, write
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_a_failing_model_creates_and_says_so(api: ApiClient, memory_id: str, cha
 def test_without_a_chat_model_an_agent_write_is_a_manual_write_that_says_so(container: Container, memory_id: str) -> None:
     # Given no chat model configured
     project_id = container.projects.get_or_create_project("acme").id
-    container.write_entry(project_id=project_id, entry=NewEntry(memory_id=memory_id, content=ALLERGY))
+    write(container, project_id=project_id, entry=NewEntry(memory_id=memory_id, content=ALLERGY))
 
     # When an agent writes a similar fact
     result = write_entry(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_engine.adapters.local.drop_folder import DropFolderWatcher
 from memory_engine.bootstrap import Container
 from memory_engine.errors import InvalidInput
+from memory_engine.local.drop_folder import DropFolderWatcher
 from memory_engine.services.ingestion.documents import (
     UPLOAD_EXPIRED_ERROR,
     UPLOAD_URL_TTL_SECONDS,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.local.http_gateway import LocalGateway
 from memory_engine.bootstrap import Container
 from memory_engine.cli import main
+from memory_engine.local.http_gateway import LocalGateway
 from memory_engine.ports.chat import ChatModel
 from tests.support.extraction import ScriptedChatModel, fact, turn_event
 

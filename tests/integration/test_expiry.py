@@ -11,10 +11,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from memory_engine.adapters.local.expiry_sweeper import ExpirySweeper
-from memory_engine.adapters.local.lambda_runtime import invoke
-from memory_engine.adapters.local.services import background_services
 from memory_engine.bootstrap import Container
+from memory_engine.local.background import background_services
+from memory_engine.local.expiry_sweeper import ExpirySweeper
+from memory_engine.local.lambda_runtime import invoke
 from memory_engine.services.expiry import sweep_expired
 from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient

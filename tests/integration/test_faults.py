@@ -58,19 +58,18 @@ def container(
     database_url: str, switchable: SwitchableEmbedder, chat_model: ChatModel, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Container]:
     """The shared container shape, with the switchable embedder and fast retries (same policies)."""
-    from memory_engine.adapters.local.pipeline import invoke_ingestion_handler
     from memory_engine.bootstrap import set_container
-    from memory_engine.services.ingestion.runner import PipelineRunner
+    from memory_engine.local.container import LocalContainer
+    from memory_engine.local.pipeline import PipelineRunner, invoke_ingestion_handler
     from memory_engine.settings import Settings
 
     settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(tmp_path_factory.mktemp("home")))  # type: ignore[call-arg]
-    built = Container(settings, embedder=switchable, chat_model=chat_model)
+    built = LocalContainer(settings, embedder=switchable, chat_model=chat_model)
     built.__dict__["pipeline_runner"] = PipelineRunner(invoke=invoke_ingestion_handler, retry_delay_scale=0.0)
     built.event_queue.retry_delay = 0.05
     set_container(built)
     yield built
     set_container(None)
-    built.pipeline_starter.shutdown()
     built.event_queue.stop()
     built.close()
 

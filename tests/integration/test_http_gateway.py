@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_engine.adapters.local.http_gateway import LocalGateway
 from memory_engine.bootstrap import Container
+from memory_engine.local.http_gateway import LocalGateway
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from memory_engine.adapters.local.drop_folder import DropFolderWatcher
 from memory_engine.bootstrap import Container
+from memory_engine.local.drop_folder import DropFolderWatcher
 from tests.support.api_client import ApiClient
 
 TEXT = "\n\n".join(f"Section {i}. Knowledge about the fjord number {i} and its glaciers." for i in range(30))

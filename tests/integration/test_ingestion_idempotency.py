@@ -185,8 +185,8 @@ class _NotStarting:
 
 
 def test_a_run_interrupted_by_a_stop_is_resumed_at_the_next_start(container: Container, project_id: str) -> None:
+    from memory_engine.local.pipeline import LocalPipelineStarter
     from memory_engine.services.ingestion.documents import create_text_document, resume_interrupted
-    from memory_engine.services.ingestion.runner import LocalPipelineStarter
 
     # Given a document whose run was registered but never ran (the local engine stopped)
     doc, started = create_text_document(container.ingestion_ports, _NotStarting(), project_id,  # type: ignore[arg-type]

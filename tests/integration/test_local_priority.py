@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from memory_engine.adapters.local.priority import BACKGROUND_NICENESS, lower_backend_priority, lower_thread_priority
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.local.priority import BACKGROUND_NICENESS, lower_backend_priority, lower_thread_priority
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "setpriority"), reason="per-thread priority needs Linux")
 

@@ -14,6 +14,7 @@ from memory_engine.domain.search_config import HYBRID, PRESETS
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.support.api_client import ApiClient
+from tests.support.memories import write
 
 MAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 JUNE = datetime(2023, 6, 9, 19, 55, tzinfo=UTC)
@@ -37,7 +38,7 @@ def chat(container: Container) -> dict[str, Any]:
         session = "s1" if when == MAY else "s2"
         entry = NewEntry(memory_id=memory_id, content=text, subject=speaker, entities=[EntityRef(name=speaker)],
                          valid_from=when, source_conversation_id=f"chat/{session}")
-        ids.append(container.write_entry(project_id=project_id, entry=entry, duplicate_threshold=1.0).entry.id)
+        ids.append(write(container, project_id=project_id, entry=entry, duplicate_threshold=1.0).entry.id)
     return {"project_id": project_id, "memory_id": memory_id, "ids": ids}
 
 
@@ -63,15 +64,15 @@ def test_a_turn_gets_the_previous_turn_of_its_conversation_as_context(container:
 def test_caller_context_wins_and_extracted_facts_take_none(container: Container, chat: dict[str, Any]) -> None:
     memory_id = container.memories.create(chat["project_id"], name="context rules").id
     first = NewEntry(memory_id=memory_id, content="Can we meet tomorrow?", subject="Ann", source_conversation_id="c")
-    container.write_entry(project_id=chat["project_id"], entry=first)
+    write(container, project_id=chat["project_id"], entry=first)
     given = NewEntry(memory_id=memory_id, content="Sure, tomorrow works.", context="(a call, not the chat)",
                      source_conversation_id="c")
-    assert container.write_entry(project_id=chat["project_id"], entry=given).entry.context == "(a call, not the chat)"
+    assert write(container, project_id=chat["project_id"], entry=given).entry.context == "(a call, not the chat)"
     extracted = NewEntry(memory_id=memory_id, content="Ann meets Bob tomorrow.", source_type="extraction",
                          source_conversation_id="c")
-    assert container.write_entry(project_id=chat["project_id"], entry=extracted).entry.context is None
+    assert write(container, project_id=chat["project_id"], entry=extracted).entry.context is None
     alone = NewEntry(memory_id=memory_id, content="Ann likes tea.")
-    assert container.write_entry(project_id=chat["project_id"], entry=alone).entry.context is None
+    assert write(container, project_id=chat["project_id"], entry=alone).entry.context is None
 
 
 def test_context_is_indexed_for_keywords_at_half_weight(container: Container, chat: dict[str, Any]) -> None:

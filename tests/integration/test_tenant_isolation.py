@@ -121,7 +121,7 @@ def _requests(victim: Tenant, attacker: Tenant) -> st.SearchStrategy[tuple[str, 
             ("POST", f"/v1/documents/{v.document_id}/ingest", {"chunk_strategy": "size", "chunk_size": 100}, None),
             ("DELETE", f"/v1/documents/{v.document_id}", None, None),
             # an upload URL is a bearer capability, like a presigned S3 URL: holding the victim's genuine
-            # URL is holding its credential (tests/unit/test_upload_tokens.py). What a key of another
+            # URL is holding its credential (tests/unit/domain/test_upload_tokens.py). What a key of another
             # project must never do is forge one: the victim's token with its signature altered.
             ("PUT", f"/v1/local-uploads/{_tampered(v.upload_token)}", None, None),
             ("POST", "/v1/events", foreign_event, {"wait": "true"}),

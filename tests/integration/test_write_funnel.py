@@ -17,7 +17,7 @@ from memory_engine.ports.chat import ChatModel
 from memory_engine.services.memories import EntryReplacement, replace_entry
 from memory_engine.services.write_entry import AgentContext, write_entry
 from tests.support.api_client import ApiClient
-from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, FailingEmbedder, ScriptedChat
+from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, FailingEmbedder, ScriptedChat, write
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +50,7 @@ def _live(container: Container, project_id: str, memory_id: str) -> list[str]:
 
 def _write(container: Container, project_id: str, memory_id: str, content: str, *, agent: bool = False,
            threshold: float = 0.95, **fields: object):  # type: ignore[no-untyped-def]
-    return container.write_entry(
-        project_id=project_id, entry=NewEntry(memory_id=memory_id, content=content, **fields),  # type: ignore[arg-type]
+    return write(container, project_id=project_id, entry=NewEntry(memory_id=memory_id, content=content, **fields),  # type: ignore[arg-type]
         duplicate_threshold=threshold, agent=AgentContext(model="judge-1") if agent else None,
     )
 
@@ -246,7 +245,7 @@ def test_fifty_concurrent_identical_writes_create_exactly_one(container: Contain
                                                               memory_id: str) -> None:
     entry = NewEntry(memory_id=memory_id, content="The launch is scheduled for the third of March.")
     with ThreadPoolExecutor(max_workers=16) as pool:
-        results = list(pool.map(lambda _: container.write_entry(project_id=project_id, entry=entry), range(50)))
+        results = list(pool.map(lambda _: write(container, project_id=project_id, entry=entry), range(50)))
     actions = [r.action for r in results]
     assert actions.count("created") == 1 and actions.count("skipped") == 49
     assert len({r.entry.id for r in results}) == 1

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from memory_engine.adapters.local.apigw_events import decode_response, http_api_event
-from memory_engine.adapters.local.http_gateway import dispatch
+from memory_engine.local.apigw_events import decode_response, http_api_event
+from memory_engine.local.routing import dispatch
 
 
 @dataclass

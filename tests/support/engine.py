@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_engine.adapters.local.engine import LocalEngine
 from memory_engine.domain.auth import parse_scopes
+from memory_engine.local.engine import LocalEngine
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import Settings
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_engine.bootstrap import Container
-from memory_engine.services.ingestion.runner import PipelineRunner, RunResult
+from memory_engine.local.pipeline import PipelineResult, PipelineRunner
 
 
 def object_created_event(bucket: str, key: str, size: int, *, etag: str = "0123456789abcdef0123456789abcdef",
@@ -35,7 +35,7 @@ def object_created_event(bucket: str, key: str, size: int, *, etag: str = "01234
 
 
 def upload_and_ingest(container: Container, project_id: str, path: str, data: bytes, *,
-                      content_type: str | None = None, runner: PipelineRunner | None = None) -> RunResult:
+                      content_type: str | None = None, runner: PipelineRunner | None = None) -> PipelineResult:
     """Put the bytes where an upload lands and run the pipeline on the S3 event."""
     key = f"projects/{project_id}/{path.lstrip('/')}"
     container.blob_store.put(key, data, content_type=content_type)

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from memory_engine.bootstrap import Container
+from memory_engine.domain.entries import NewEntry
+from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
 from memory_engine.errors import ChatModelError, EmbeddingError
 from memory_engine.ports.chat import ChatMessage, ChatModel
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
+from memory_engine.services.write_entry import AgentContext, WriteResult, write_entry
+
+
+def write(container: Container, *, project_id: str, entry: NewEntry,
+          duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD, agent: AgentContext | None = None) -> WriteResult:
+    """The write funnel with the container's adapters, as the routes call it."""
+    return write_entry(container.entries, container.embedder, container.chat_model, project_id=project_id, entry=entry,
+                       duplicate_threshold=duplicate_threshold, agent=agent)
 
 
 class ScriptedChat(ChatModel):

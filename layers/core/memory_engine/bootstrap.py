@@ -2,20 +2,37 @@
 
 Nothing here runs at import time. Entry points call :func:`get_container`; tests build a
 :class:`Container` with real local pieces (or fakes that subclass the ports) and install it
-with :func:`set_container`.
+with :func:`set_container`. Each provider is typed with the port it implements, so callers see
+the contract, not the adapter. The local runtime extends this with its own stand-ins
+(``memory_engine.local.container.LocalContainer``).
 """
 
 from __future__ import annotations
 
 import functools
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.errors import ConfigurationError
 from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.ports.embedder import Embedder
-from memory_engine.settings import ChatProvider, EmbeddingProvider, Settings
+from memory_engine.settings import ChatProvider, EmbeddingProvider, Runtime, Settings
+
+if TYPE_CHECKING:
+    from memory_engine.ports.blobs import BlobStore, UploadInbox
+    from memory_engine.ports.documents import DocumentRepository
+    from memory_engine.ports.entries import EntryRepository, MemoryRepository
+    from memory_engine.ports.episodes import EpisodeRepository
+    from memory_engine.ports.events import DeadLetterSink, EventPublisher, EventQueue
+    from memory_engine.ports.extraction_runs import ExtractionRunRepository
+    from memory_engine.ports.lifecycle import ExpiryRepository, ImportRepository, LifecycleRepository
+    from memory_engine.ports.pipeline import PipelineStarter
+    from memory_engine.ports.projects import ProjectRepository
+    from memory_engine.ports.search import KnowledgeIndex
+    from memory_engine.services.extract_turn import ExtractionDeps
+    from memory_engine.services.ingestion.steps import IngestionPorts
+    from memory_engine.services.keys import Authenticator
 
 
 class Container:
@@ -23,8 +40,20 @@ class Container:
 
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
         self.settings = settings or Settings()
+        self._checked: set[str] = set()
         for name, value in overrides.items():
             self.__dict__[name] = value  # pre-fills the cached_property of that name
+
+    def check(self, function: str) -> None:
+        """Raise ConfigurationError naming every setting ``function`` (``constants.FUNCTION_*``) lacks.
+        Each Lambda handler calls this first, so a misconfigured function fails at its cold start
+        rather than on the first request that needs the missing piece. Cheap once passed."""
+        if function in self._checked:
+            return
+        missing = self.settings.missing_for(function)
+        if missing:
+            raise ConfigurationError(f"the {function} function is not configured: set {', '.join(missing)}")
+        self._checked.add(function)
 
     # --- AWS clients (built only when a Bedrock/S3/EventBridge adapter needs one) ---
     def boto_client(self, service: str) -> Any:
@@ -94,63 +123,48 @@ class Container:
         return OpenAICompatChat(s.openai_base_url, model_id=s.resolved_chat_model, api_key=s.openai_api_key)
 
     @cached_property
-    def projects(self) -> Any:
+    def projects(self) -> ProjectRepository:
         from memory_engine.adapters.postgres.projects import PostgresProjectRepository
 
         return PostgresProjectRepository(self.database)
 
     @cached_property
-    def authenticator(self) -> Any:
+    def authenticator(self) -> Authenticator:
         from memory_engine.services.keys import Authenticator
 
         return Authenticator(self.projects, ttl_seconds=self.settings.resolved_key_cache_seconds)
 
-    # --- memories and the write funnel (issue 3): add cached_properties below this line ---
+    # --- memories and the write funnel ---
     @cached_property
-    def memories(self) -> Any:
-        """PostgresMemoryRepository (memory containers)."""
+    def memories(self) -> MemoryRepository:
         from memory_engine.adapters.postgres.memories import PostgresMemoryRepository
 
         return PostgresMemoryRepository(self.database)
 
     @cached_property
-    def entries(self) -> Any:
-        """PostgresEntryRepository (memory entries, entities, the funnel's locked transaction)."""
+    def entries(self) -> EntryRepository:
+        """Memory entries, their entities, and the write funnel's locked transaction."""
         from memory_engine.adapters.postgres.entries import PostgresEntryRepository
 
         return PostgresEntryRepository(self.database)
 
-    def write_entry(
-        self, *, project_id: str, entry: Any, duplicate_threshold: float = 0.95, agent: Any = None
-    ) -> Any:
-        """The write funnel with this container's adapters (see ``services.write_entry.write_entry``)."""
-        from memory_engine.services.write_entry import write_entry
-
-        return write_entry(
-            self.entries, self.embedder, self.chat_model, project_id=project_id, entry=entry,
-            duplicate_threshold=duplicate_threshold, agent=agent,
-        )
-
-    # --- knowledge search (issue 4): add cached_properties below this line ---
-
+    # --- knowledge search ---
     @cached_property
-    def knowledge_index(self) -> Any:
+    def knowledge_index(self) -> KnowledgeIndex:
         from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 
         return PostgresKnowledgeIndex(self.database)
 
-    # --- document ingestion (issue 5): add cached_properties below this line ---
+    # --- document ingestion ---
     @cached_property
-    def documents(self) -> Any:
+    def documents(self) -> DocumentRepository:
         from memory_engine.adapters.postgres.documents import PostgresDocumentRepository
 
         return PostgresDocumentRepository(self.database)
 
     @cached_property
-    def blob_store(self) -> Any:
+    def blob_store(self) -> BlobStore:
         """The documents bucket on AWS (DOCUMENTS_BUCKET); $MEMORY_ENGINE_HOME/blobs locally."""
-        from memory_engine.settings import Runtime
-
         if self.settings.runtime is Runtime.AWS or self.settings.documents_bucket:
             from memory_engine.adapters.s3.blob_store import S3BlobStore
 
@@ -160,6 +174,12 @@ class Container:
         from memory_engine.adapters.local.blob_store import LocalBlobStore
 
         return LocalBlobStore(self.settings.home / "blobs")
+
+    @cached_property
+    def upload_inbox(self) -> UploadInbox | None:
+        """Where PUTs to upload URLs this server issued land: none here (on AWS they go to S3's
+        presigned URLs); the local runtime has one."""
+        return None
 
     @cached_property
     def ingestion_embedder(self) -> Embedder:
@@ -174,7 +194,7 @@ class Container:
         return self.embedder
 
     @cached_property
-    def ingestion_ports(self) -> Any:
+    def ingestion_ports(self) -> IngestionPorts:
         from memory_engine.adapters.extractors import native_extractors
         from memory_engine.adapters.extractors.http_converter import HttpConverter
         from memory_engine.services.ingestion.steps import IngestionPorts
@@ -185,43 +205,30 @@ class Container:
         )
 
     @cached_property
-    def pipeline_runner(self) -> Any:
-        """The in-process runner of the ingestion pipeline (local shape, tests, bench)."""
-        from memory_engine.adapters.local.pipeline import invoke_ingestion_handler
-        from memory_engine.services.ingestion.runner import PipelineRunner
+    def pipeline_starter(self) -> PipelineStarter:
+        """Step Functions (INGESTION_STATE_MACHINE_ARN); the local runtime runs the pipeline itself."""
+        if not self.settings.state_machine_arn:
+            raise ConfigurationError("INGESTION_STATE_MACHINE_ARN is not set")
+        from memory_engine.adapters.stepfunctions.starter import StepFunctionsPipelineStarter
 
-        return PipelineRunner(invoke=invoke_ingestion_handler)
+        return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn,
+                                            self.settings.express_state_machine_arn)
 
+    # --- fact extraction ---
     @cached_property
-    def pipeline_starter(self) -> Any:
-        """Step Functions when INGESTION_STATE_MACHINE_ARN is set; else the local runner in a thread."""
-        if self.settings.state_machine_arn:
-            from memory_engine.adapters.stepfunctions.starter import StepFunctionsPipelineStarter
-
-            return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn,
-                                                self.settings.express_state_machine_arn)
-        from memory_engine.adapters.local.priority import lower_thread_priority
-        from memory_engine.services.ingestion.runner import LocalPipelineStarter
-
-        return LocalPipelineStarter(self.pipeline_runner, workers=self.settings.resolved_ingest_workers,
-                                    thread_initializer=lower_thread_priority)
-
-
-    # --- fact extraction (issue 6): add cached_properties below this line ---
-    @cached_property
-    def episodes(self) -> Any:
+    def episodes(self) -> EpisodeRepository:
         from memory_engine.adapters.postgres.episodes import PostgresEpisodeRepository
 
         return PostgresEpisodeRepository(self.database)
 
     @cached_property
-    def extraction_runs(self) -> Any:
+    def extraction_runs(self) -> ExtractionRunRepository:
         from memory_engine.adapters.postgres.extraction_runs import PostgresExtractionRunRepository
 
         return PostgresExtractionRunRepository(self.database)
 
     @cached_property
-    def event_publisher(self) -> Any:
+    def event_publisher(self) -> EventPublisher:
         """EventBridge when ``EVENT_BUS_NAME`` is set, else a local recorder that logs."""
         if self.settings.event_bus_name:
             from memory_engine.adapters.eventbridge.publisher import EventBridgePublisher
@@ -232,18 +239,13 @@ class Container:
         return RecordingPublisher()
 
     @cached_property
-    def dead_letters(self) -> Any:
-        """The extraction DLQ when ``EXTRACTION_DLQ_URL`` is set; locally a list (+ folder in `dev`);
+    def dead_letters(self) -> DeadLetterSink | None:
+        """The extraction DLQ when ``EXTRACTION_DLQ_URL`` is set; locally a list in memory;
         ``None`` on AWS without the URL (the consumer then leaves rejected events to SQS's redrive)."""
-        import os
+        if self.settings.extraction_dlq_url:
+            from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
 
-        from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
-        from memory_engine.constants import ENV_EXTRACTION_DLQ_URL
-        from memory_engine.settings import Runtime
-
-        queue_url = os.environ.get(ENV_EXTRACTION_DLQ_URL)
-        if queue_url:
-            return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=queue_url)
+            return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=self.settings.extraction_dlq_url)
         if self.settings.runtime is Runtime.AWS:
             return None
         from memory_engine.adapters.local.event_sinks import LocalDeadLetters
@@ -251,45 +253,40 @@ class Container:
         return LocalDeadLetters()
 
     @cached_property
-    def extraction(self) -> Any:
-        """The dependencies of ``services.extract_turn`` (an ``ExtractionDeps``)."""
+    def extraction(self) -> ExtractionDeps:
+        """The dependencies of ``services.extract_turn``."""
         from memory_engine.services.extract_turn import ExtractionDeps
 
         return ExtractionDeps(
-            episodes=self.episodes, runs=self.extraction_runs, embedder=self.embedder, chat=self.chat_model,
-            write=self.write_entry, publisher=self.event_publisher,
+            episodes=self.episodes, runs=self.extraction_runs, entries=self.entries, embedder=self.embedder,
+            chat=self.chat_model, publisher=self.event_publisher,
         )
 
     @cached_property
-    def event_queue(self) -> Any:
-        """The local EventBridge -> SQS stand-in (``POST /v1/events`` submits to it)."""
-        from memory_engine.adapters.local.event_queue import LocalEventQueue
+    def event_queue(self) -> EventQueue:
+        """Where ``POST /v1/events`` queues turn events: only the local runtime has one (on AWS
+        producers put events on the bus and SQS feeds the extraction function)."""
+        raise ConfigurationError("the event queue (POST /v1/events) exists in the local runtime only")
 
-        return LocalEventQueue(self.dead_letters)
-
-    # --- memory lifecycle (issue 15): add cached_properties below this line ---
+    # --- memory lifecycle ---
     @cached_property
-    def expiry(self) -> Any:
-        """PostgresExpiry (the expiry sweep)."""
+    def expiry(self) -> ExpiryRepository:
         from memory_engine.adapters.postgres.expiry import PostgresExpiry
 
         return PostgresExpiry(self.database)
 
     @cached_property
-    def lifecycle(self) -> Any:
-        """PostgresLifecycle (forget, purge, export reads)."""
+    def lifecycle(self) -> LifecycleRepository:
+        """Forget, purge, and the reads of an export."""
         from memory_engine.adapters.postgres.lifecycle import PostgresLifecycle
 
         return PostgresLifecycle(self.database)
 
     @cached_property
-    def importer(self) -> Any:
-        """PostgresImporter (memory imports)."""
+    def importer(self) -> ImportRepository:
         from memory_engine.adapters.postgres.imports import PostgresImporter
 
         return PostgresImporter(self.database)
-
-    # --- end of area sections ---
 
     @property
     def embedding_dimensions(self) -> int:

@@ -34,6 +34,10 @@ ENV_EXPRESS_STATE_MACHINE_ARN = "INGESTION_EXPRESS_STATE_MACHINE_ARN"
 ENV_EXTRACTION_DLQ_URL = "EXTRACTION_DLQ_URL"  # rejected (invalid) events go here at once, with the reason
 ENV_RUNTIME = "MEMORY_ENGINE_RUNTIME"  # "aws" or "local"
 
+# --- local runtime only ---
+#: Where the local runtime loads ``<name>/handler.py`` from (default: the repository's functions/).
+ENV_FUNCTIONS_DIR = "MEMORY_ENGINE_FUNCTIONS_DIR"
+
 # --- fixed names ---
 DEFAULT_PROJECT = "default"
 S3_PROJECT_PREFIX = "projects/"  # uploads live under projects/<project_id>/<path>
@@ -47,6 +51,9 @@ DETAIL_TYPE_MEMORY_FORGOTTEN = "memory.forgotten"
 # local dev server dispatches with it, so both shapes send a request to the same handler.
 FUNCTION_API = "api"
 FUNCTION_SEARCH = "search"
+FUNCTION_INGESTION = "ingestion"
+FUNCTION_EXTRACTION = "extraction"
+FUNCTION_EXPIRY = "expiry"
 SEARCH_ROUTES = ("POST /v1/knowledge/search",)
 #: Routes of the API function deployed as explicit API Gateway routes (everything else reaches it via $default).
 API_ROUTES = ("POST /v1/mcp",)

@@ -1,4 +1,5 @@
-"""One error hierarchy. :func:`http_status` is the one place that maps it to HTTP."""
+"""One error hierarchy. Each class carries its HTTP status; :func:`http_status` is the mapping the HTTP
+layer uses (``http/app.py``, ``http/responses.py``): that status, 500 for anything else."""
 
 from __future__ import annotations
 
@@ -52,10 +53,6 @@ class PayloadTooLarge(MemoryEngineError):
     status, code = 413, "payload_too_large"
 
 
-class RateLimited(MemoryEngineError):
-    status, code = 429, "rate_limited"
-
-
 class DependencyError(MemoryEngineError):
     """A backing service (database, model) failed. Retryable unless said otherwise."""
 
@@ -103,4 +100,5 @@ def invalid_input(error: Any, message: str) -> InvalidInput:
 
 
 def http_status(error: BaseException) -> int:
+    """The HTTP status of a response carrying ``error``."""
     return error.status if isinstance(error, MemoryEngineError) else 500

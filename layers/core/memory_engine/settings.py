@@ -1,4 +1,5 @@
-"""One settings model, read from the environment (names in :mod:`memory_engine.constants`)."""
+"""The settings models, read from the environment (names in :mod:`memory_engine.constants`): the
+engine's :class:`Settings` and the clients' :class:`ClientSettings`. No other module reads it."""
 
 from __future__ import annotations
 
@@ -50,6 +51,17 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(name)
 
 
+#: What each Lambda function needs on AWS besides a database, as environment variable names (the CDK
+#: app sets them; a test compares the two). Checked at the function's cold start.
+AWS_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    c.FUNCTION_API: (c.ENV_DOCUMENTS_BUCKET, c.ENV_STATE_MACHINE_ARN, c.ENV_EVENT_BUS_NAME),
+    c.FUNCTION_SEARCH: (),
+    c.FUNCTION_INGESTION: (c.ENV_DOCUMENTS_BUCKET,),
+    c.FUNCTION_EXTRACTION: (c.ENV_EVENT_BUS_NAME,),
+    c.FUNCTION_EXPIRY: (),
+}
+
+
 class Settings(BaseSettings):
     """Deployment settings. Built once by the composition root, never at import time."""
 
@@ -80,12 +92,36 @@ class Settings(BaseSettings):
     state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_STATE_MACHINE_ARN))
     ingest_workers: int | None = Field(None, ge=1, le=64, validation_alias=_env(c.ENV_INGEST_WORKERS))
     express_state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_EXPRESS_STATE_MACHINE_ARN))
+    extraction_dlq_url: str | None = Field(None, validation_alias=_env(c.ENV_EXTRACTION_DLQ_URL))
+    functions_dir: Path | None = Field(None, validation_alias=_env(c.ENV_FUNCTIONS_DIR))
     key_cache_seconds: float | None = Field(None, ge=0, le=3600, validation_alias=_env(c.ENV_KEY_CACHE_SECONDS))
 
     @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    def missing_for(self, function: str) -> list[str]:
+        """The environment variables ``function`` (a ``constants.FUNCTION_*`` name) needs and lacks: a
+        database everywhere, the model endpoint of an ``openai`` provider, and on AWS its
+        :data:`AWS_REQUIREMENTS`."""
+        missing: list[str] = []
+        if not (self.database_url or self.database_secret_arn):
+            missing.append(f"{c.ENV_DATABASE_URL} (or {c.ENV_DATABASE_SECRET_ARN})")
+        openai = self.embedding_provider is EmbeddingProvider.OPENAI or self.chat_provider is ChatProvider.OPENAI
+        if openai and not self.openai_base_url:
+            missing.append(c.ENV_OPENAI_BASE_URL)
+        if self.runtime is Runtime.AWS:
+            values = self._by_env_name()
+            missing.extend(name for name in AWS_REQUIREMENTS[function] if not values.get(name))
+        return missing
+
+    def _by_env_name(self) -> dict[str, object]:
+        values: dict[str, object] = {}
+        for name, info in type(self).model_fields.items():
+            if isinstance(info.validation_alias, AliasChoices):
+                values.update({str(choice): getattr(self, name) for choice in info.validation_alias.choices})
+        return values
 
     @property
     def resolved_key_cache_seconds(self) -> float:
@@ -117,3 +153,16 @@ class Settings(BaseSettings):
     @property
     def drop_dir(self) -> Path:
         return self.home / "drop"
+
+
+#: Where `memory-engine dev` listens by default.
+DEFAULT_CLIENT_URL = "http://127.0.0.1:8787"
+
+
+class ClientSettings(BaseSettings):
+    """What the engine's clients (`memory-engine mcp`, `events send`) read: the engine's URL and key."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    url: str = Field(DEFAULT_CLIENT_URL, validation_alias=_env(c.ENV_CLIENT_URL))
+    api_key: str | None = Field(None, validation_alias=_env(c.ENV_CLIENT_API_KEY))

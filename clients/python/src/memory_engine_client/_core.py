@@ -101,7 +101,7 @@ class RetryPolicy:
                 except ValueError:
                     pass
         base = min(self.max_backoff, self.backoff * (2**attempt))
-        return base * (0.5 + random.random() / 2)
+        return float(base * (0.5 + random.random() / 2))
 
     def should_retry(self, operation: Operation, attempt: int, response: httpx.Response | None) -> bool:
         if not operation.idempotent or attempt >= self.max_retries:

@@ -5,18 +5,19 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from memory_engine.adapters.local.engine import open_database
 from memory_engine.adapters.postgres.migrations import migrate
-from memory_engine.bootstrap import Container, set_container
+from memory_engine.bootstrap import set_container
+from memory_engine.local.container import LocalContainer
+from memory_engine.local.engine import open_database
 from memory_engine.settings import Settings
 
 
 @contextlib.contextmanager
-def local_container(*, migrate_first: bool = True) -> Iterator[Container]:
+def local_container(*, migrate_first: bool = True) -> Iterator[LocalContainer]:
     """A container on `DATABASE_URL` or the embedded server (started or attached), migrated."""
     settings = Settings()
     database = open_database(settings)
-    container = Container(settings.model_copy(update={"database_url": database.url}))
+    container = LocalContainer(settings.model_copy(update={"database_url": database.url}))
     try:
         if migrate_first:
             migrate(database.url, embedding_dim=container.settings.resolved_embedding_dimensions)

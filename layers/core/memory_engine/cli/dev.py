@@ -8,8 +8,8 @@ import sys
 import threading
 from typing import Any
 
-from memory_engine.adapters.local.engine import LocalEngine
-from memory_engine.adapters.local.workers import default_workers
+from memory_engine.local.engine import LocalEngine
+from memory_engine.local.workers import default_workers
 from memory_engine.settings import Settings
 
 

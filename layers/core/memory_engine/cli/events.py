@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import urllib.error
@@ -18,9 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-DEFAULT_URL = "http://127.0.0.1:8787"
-ENV_URL = "MEMORY_ENGINE_URL"
-ENV_API_KEY = "MEMORY_ENGINE_API_KEY"
+from memory_engine import constants as c
+from memory_engine.settings import DEFAULT_CLIENT_URL, ClientSettings
 
 
 def register(sub: Any) -> None:
@@ -29,8 +27,8 @@ def register(sub: Any) -> None:
     send = commands.add_parser("send", help="send the event(s) in FILE.json")
     send.add_argument("file", type=Path, help="a JSON file: one EventBridge event, or a list of them")
     send.add_argument("--wait", action="store_true", help="wait until the consumer finished each event")
-    send.add_argument("--url", default=os.environ.get(ENV_URL, DEFAULT_URL), help=f"local server (default {DEFAULT_URL})")
-    send.add_argument("--key", default=os.environ.get(ENV_API_KEY), help=f"API key with write scope (or ${ENV_API_KEY})")
+    send.add_argument("--url", default=None, help=f"local server (default ${c.ENV_CLIENT_URL} or {DEFAULT_CLIENT_URL})")
+    send.add_argument("--key", default=None, help=f"API key with write scope (or ${c.ENV_CLIENT_API_KEY})")
     send.add_argument("--in-process", action="store_true", help="skip the server: run the consumer in this process")
     send.set_defaults(func=run_send)
     schema = commands.add_parser("schema", help="print the JSON Schema of turn.completed")
@@ -81,9 +79,12 @@ def run_send(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
+    client = ClientSettings()
+    args.url, args.key = args.url or client.url, args.key or client.api_key
     if not args.in_process and _server_up(args.url):
         if not args.key:
-            print(f"error: the server at {args.url} needs an API key: pass --key or set {ENV_API_KEY}", file=sys.stderr)
+            print(f"error: the server at {args.url} needs an API key: pass --key or set {c.ENV_CLIENT_API_KEY}",
+                  file=sys.stderr)
             return 2
         failed = 0
         for event in events:
@@ -95,11 +96,11 @@ def run_send(args: argparse.Namespace) -> int:
 
 
 def _send_in_process(events: list[dict[str, Any]]) -> int:
-    from memory_engine.adapters.local.event_queue import HANDLER, sqs_record
-    from memory_engine.adapters.local.lambda_runtime import invoke
     from memory_engine.cli._common import local_container
     from memory_engine.errors import MemoryEngineError
     from memory_engine.http.events import parse_event
+    from memory_engine.local.event_queue import HANDLER, sqs_record
+    from memory_engine.local.lambda_runtime import invoke
 
     print("no local server answered: running the extraction consumer in this process", file=sys.stderr)
     failed = 0

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ingest_and_wait(container: Any, project_name: str, path: str, source: Path) -> int:
-    from memory_engine.adapters.local.s3_events import object_created_event
+    from memory_engine.local.s3_events import object_created_event
     from memory_engine.services.ingestion.steps import object_key
 
     project = container.projects.get_or_create_project(project_name)
@@ -136,8 +136,8 @@ def folder_files(root: Path, include: list[str], exclude: list[str]) -> Iterator
 
 def _ingest_folder(container: Any, project_name: str, root: Path, prefix: str | None, include: list[str],
                    exclude: list[str]) -> int:
-    from memory_engine.adapters.local.s3_events import object_created_event
-    from memory_engine.services.ingestion.documents import normalize_path
+    from memory_engine.domain.documents import normalize_path
+    from memory_engine.local.s3_events import object_created_event
     from memory_engine.services.ingestion.steps import object_key
 
     files = list(folder_files(root, include, exclude))

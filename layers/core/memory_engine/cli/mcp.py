@@ -4,13 +4,11 @@ remote engine by URL and API key (the key's project and scopes apply, as on the 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from memory_engine import constants as c
-
-DEFAULT_URL = "http://127.0.0.1:8787"
+from memory_engine.settings import DEFAULT_CLIENT_URL, ClientSettings
 
 
 def register(sub: Any) -> None:
@@ -20,7 +18,7 @@ def register(sub: Any) -> None:
                     f"at --url with --key; both default to ${c.ENV_CLIENT_URL} and ${c.ENV_CLIENT_API_KEY}. "
                     "Stdout carries the protocol; logs go to stderr.",
     )
-    parser.add_argument("--url", default=None, help=f"engine URL (default: ${c.ENV_CLIENT_URL} or {DEFAULT_URL})")
+    parser.add_argument("--url", default=None, help=f"engine URL (default: ${c.ENV_CLIENT_URL} or {DEFAULT_CLIENT_URL})")
     parser.add_argument("--key", default=None, help=f"API key (default: ${c.ENV_CLIENT_API_KEY})")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per engine call (default 60)")
     parser.set_defaults(func=run)
@@ -30,8 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from memory_engine.mcp_server.remote import RemoteBackend
     from memory_engine.mcp_server.tools import build_server
 
-    url = args.url or os.environ.get(c.ENV_CLIENT_URL) or DEFAULT_URL
-    key = args.key or os.environ.get(c.ENV_CLIENT_API_KEY)
+    client = ClientSettings()
+    url = args.url or client.url
+    key = args.key or client.api_key
     if not key:
         print(f"error: no API key: pass --key or set {c.ENV_CLIENT_API_KEY} "
               "(`memory-engine keys create --project NAME` mints one)", file=sys.stderr)

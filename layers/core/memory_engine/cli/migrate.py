@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memory_engine.adapters.local.engine import open_database
 from memory_engine.adapters.postgres.migrations import migrate
+from memory_engine.local.engine import open_database
 from memory_engine.settings import Settings
 
 

@@ -23,7 +23,7 @@ def display_entity_name(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class EntityLink:
+class NewEntityLink:
     """One entity to upsert (by ``key``) and link to an entry with ``role``."""
 
     key: str
@@ -32,22 +32,22 @@ class EntityLink:
     role: EntityRole
 
 
-def entity_links(entities: Sequence[EntityRef], *, subject: str | None, object: str | None) -> list[EntityLink]:
+def entity_links(entities: Sequence[EntityRef], *, subject: str | None, object: str | None) -> list[NewEntityLink]:
     """The links of an entry: each named entity once, role ``subject`` when it names the fact's
     subject, ``object`` when it names its object, ``mention`` otherwise."""
     subject_key = normalize_entity_name(subject) if subject else None
     object_key = normalize_entity_name(object) if object else None
-    links: dict[str, EntityLink] = {}
+    links: dict[str, NewEntityLink] = {}
     for ref in entities:
         key = normalize_entity_name(ref.name)
         if not key or key in links:
             continue
         role: EntityRole = "subject" if key == subject_key else "object" if key == object_key else "mention"
-        links[key] = EntityLink(key, display_entity_name(ref.name), ref.type, role)
+        links[key] = NewEntityLink(key, display_entity_name(ref.name), ref.type, role)
     return list(links.values())
 
 
-def anchor_name(links: Sequence[EntityLink]) -> str | None:
+def anchor_name(links: Sequence[NewEntityLink]) -> str | None:
     """The anchor of a fact: its subject entity, else its first entity, else none."""
     for link in links:
         if link.role == "subject":

@@ -4,7 +4,7 @@ Two things are built from :data:`PIPELINE`:
 
 * :func:`build_asl` -> the Amazon States Language of the AWS state machine (CDK passes the
   ``${...FunctionArn}`` placeholders as ``definition_substitutions``);
-* the local runner (:mod:`memory_engine.services.ingestion.runner`) walks the same steps
+* the local runner (:mod:`memory_engine.local.pipeline`) walks the same steps
   in-process, passing the same JSON payloads between the same handlers, applying the same
   retry policy and routing any failure to the same ``mark_failed`` step.
 

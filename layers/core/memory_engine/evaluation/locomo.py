@@ -104,6 +104,7 @@ def seed(container: Container, project_id: str, conversation: Conversation) -> t
     every turn gets the turn before it as context, as any client writing turns with
     ``source_conversation_id`` does); returns (memory id, entry id -> dia ids)."""
     from memory_engine.domain.entries import EntityRef, NewEntry
+    from memory_engine.services.write_entry import write_entry
 
     memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
     labels: dict[str, set[str]] = {}
@@ -114,7 +115,8 @@ def seed(container: Container, project_id: str, conversation: Conversation) -> t
             source_conversation_id=f"{conversation.sample_id}/{turn.dia_id.split(':', 1)[0]}",
         )
         # 1.0: only exact repeats are skipped; their dia_id then labels the surviving entry
-        result = container.write_entry(project_id=project_id, entry=entry, duplicate_threshold=1.0)
+        result = write_entry(container.entries, container.embedder, container.chat_model, project_id=project_id, entry=entry,
+                             duplicate_threshold=1.0)
         labels.setdefault(result.entry.id, set()).add(turn.dia_id)
     return memory.id, {k: frozenset(v) for k, v in labels.items()}
 

@@ -56,7 +56,8 @@ def entity_names(texts: list[str], count: int) -> list[str]:
 
 def unit_vectors(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     matrix = rng.standard_normal((n, dim)).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit
 
 
 def _vector_text(vector: np.ndarray) -> str:

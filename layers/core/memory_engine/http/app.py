@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,7 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from memory_engine import __version__
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.validation import MAX_BODY_DEPTH, json_text_too_deep, text_problem
-from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound
+from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound, http_status
 from memory_engine.http.auth import current_principal
 from memory_engine.http.responses import dumps, error_response
 
@@ -69,7 +69,7 @@ class EngineResolver(APIGatewayHttpResolver):
 
 def _error_result(error: MemoryEngineError) -> dict[str, Any]:
     return {
-        "statusCode": error.status,
+        "statusCode": http_status(error),
         "headers": {"Content-Type": "application/json"},
         "body": dumps(error.to_body()),
         "isBase64Encoded": False,
@@ -113,40 +113,52 @@ def _json_by_default(event: Mapping[str, Any]) -> Mapping[str, Any]:
     return event
 
 
+def _engine_error(error: MemoryEngineError) -> Response[Any]:
+    if http_status(error) >= 500:
+        logger.exception("request failed: %s", error.code)
+    return error_response(error)
+
+
+def _validation_error(error: RequestValidationError) -> Response[Any]:
+    return error_response(_from_validation(error))
+
+
+def _bad_json(error: json.JSONDecodeError) -> Response[Any]:
+    return error_response(BadRequest(f"request body is not valid JSON: {error.msg} at position {error.pos}"))
+
+
+def _not_utf8(error: UnicodeDecodeError) -> Response[Any]:
+    # API Gateway base64-encodes a body that is not UTF-8 text; Powertools' json_body decodes it
+    # as UTF-8 and raises this (found by tests/e2e/test_api_fuzz.py)
+    return error_response(BadRequest(f"request body is not UTF-8 JSON: invalid byte at position {error.start}"))
+
+
+def _unexpected(error: Exception) -> Response[Any]:
+    logger.exception("unhandled error")
+    return error_response(MemoryEngineError("internal error; see the server log"))
+
+
+#: Every error a route can raise -> the SPEC's error response (Powertools picks the closest class).
+_ERROR_HANDLERS: tuple[tuple[type[Exception], Callable[[Any], Response[Any]]], ...] = (
+    (MemoryEngineError, _engine_error),
+    (RequestValidationError, _validation_error),
+    (json.JSONDecodeError, _bad_json),
+    (UnicodeDecodeError, _not_utf8),
+    (Exception, _unexpected),
+)
+
+
 def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
     app = EngineResolver(enable_validation=True)
     for router in routers:
         app.include_router(router)
-
-    @app.exception_handler(MemoryEngineError)
-    def _engine_error(error: MemoryEngineError) -> Response[Any]:
-        if error.status >= 500:
-            logger.exception("request failed: %s", error.code)
-        return error_response(error)
-
-    @app.exception_handler(RequestValidationError)
-    def _validation_error(error: RequestValidationError) -> Response[Any]:
-        return error_response(_from_validation(error))
-
-    @app.exception_handler(json.JSONDecodeError)
-    def _bad_json(error: json.JSONDecodeError) -> Response[Any]:
-        return error_response(BadRequest(f"request body is not valid JSON: {error.msg} at position {error.pos}"))
-
-    @app.exception_handler(UnicodeDecodeError)
-    def _not_utf8(error: UnicodeDecodeError) -> Response[Any]:
-        # API Gateway base64-encodes a body that is not UTF-8 text; Powertools' json_body decodes it
-        # as UTF-8 and raises this (found by tests/e2e/test_api_fuzz.py)
-        return error_response(BadRequest(f"request body is not UTF-8 JSON: invalid byte at position {error.start}"))
+    for error_class, handler in _ERROR_HANDLERS:
+        app.exception_handler(error_class)(handler)
 
     @app.not_found
     def _not_found(error: NotFoundError) -> Response[Any]:
         event = app.current_event
         return error_response(NotFound(f"no route {event.http_method} {event.path}"))
-
-    @app.exception_handler(Exception)
-    def _unexpected(error: Exception) -> Response[Any]:
-        logger.exception("unhandled error")
-        return error_response(MemoryEngineError("internal error; see the server log"))
 
     return app
 

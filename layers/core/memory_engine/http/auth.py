@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Any
 
 from memory_engine.domain.auth import Principal, Scope
 from memory_engine.errors import Unauthorized
@@ -13,11 +12,9 @@ from memory_engine.services.keys import authorize
 current_principal: ContextVar[Principal | None] = ContextVar("current_principal", default=None)
 
 
-def require(router: Any, scope: Scope) -> Principal:
-    """The caller's principal if its key has ``scope``; raises Forbidden (403) otherwise.
-
-    ``router`` is accepted for readability at call sites (``require(router, Scope.READ)``).
-    """
+def require(scope: Scope) -> Principal:
+    """The principal of the request being served if its key has ``scope``. Raises Unauthorized (401)
+    outside an authenticated request, Forbidden (403) when the key lacks the scope."""
     principal = current_principal.get()
     if principal is None:
         raise Unauthorized("missing Authorization header; send 'Authorization: Bearer <api key>'")

@@ -56,7 +56,7 @@ _PATHS = ("`path`: non-empty segments, none `.`, `..` or hidden (leading `.`), e
                                    200: (Document, "the same text is already at that path")},
                                   *AUTHENTICATED, *WITH_BODY))
 def create(body: Annotated[CreateTextDocument, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     c = get_container()
     doc, started = create_text_document(c.ingestion_ports, c.pipeline_starter, principal.project_id, body)
     if body.wait:
@@ -74,7 +74,7 @@ _BATCH = ("`{documents: [{path, content, title?, tags?, metadata?, chunk_*?}, ..
 @router.post("/v1/documents/batch", summary="Create up to 100 documents from text", description=_BATCH,
              responses=documented({200: (DocumentBatchResult, "one result per item")}, *AUTHENTICATED, *WITH_BODY))
 def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     c = get_container()
     results = create_text_documents(c.ingestion_ports, c.pipeline_starter, principal.project_id, body.documents)
     counts = {action: sum(r.action == action for r in results) for action in ("created", "unchanged", "rejected")}
@@ -90,17 +90,13 @@ def create_batch(body: Annotated[TextDocumentBatch, Body()]) -> Response[Any]:
                          f"{_PATHS}",
              responses=documented({201: (UploadUrl, "where and how to PUT the file")}, *AUTHENTICATED, *WITH_BODY))
 def upload(body: Annotated[UploadRequest, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
-    presigned = prepare_upload(get_container().ingestion_ports, principal.project_id, body)
-    headers = dict(presigned.headers)
-    url = presigned.url
-    if url.startswith("/"):  # the local store: a route on this server; its signed token is the credential
-        event = router.current_event
-        host = event.headers.get("host") or event.raw_event["requestContext"]["domainName"]
-        scheme = event.headers.get("x-forwarded-proto", "http")
-        url = f"{scheme}://{host}{url}"
-    return json_response({"upload_url": url, "method": presigned.method, "headers": headers, "key": presigned.key,
-                          "expires_at": presigned.expires_at}, 201)
+    principal = require(Scope.WRITE)
+    event = router.current_event
+    host = event.headers.get("host") or event.raw_event["requestContext"]["domainName"]
+    origin = f"{event.headers.get('x-forwarded-proto', 'http')}://{host}"
+    presigned = prepare_upload(get_container().ingestion_ports, principal.project_id, body, origin=origin)
+    return json_response({"upload_url": presigned.url, "method": presigned.method, "headers": dict(presigned.headers),
+                          "key": presigned.key, "expires_at": presigned.expires_at}, 201)
 
 
 @router.get("/v1/documents", summary="List documents",
@@ -115,7 +111,7 @@ def list_(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     if not 1 <= limit <= 100:
         raise InvalidInput("limit must be between 1 and 100", details=[{"field": "limit"}])
     try:
@@ -133,7 +129,7 @@ def list_(
 @router.get("/v1/documents/<document_id>", summary="Get a document",
             responses=documented({200: (Document, "the document")}, *AUTHENTICATED, 404))
 def get(document_id: str) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     return json_response(get_container().documents.get(principal.project_id, document_id))
 
 
@@ -142,14 +138,14 @@ def get(document_id: str) -> Response[Any]:
                         "indexed_chunks/total_chunks (1 when ready).",
             responses=documented({200: (DocumentStatusView, "the ingestion status")}, *AUTHENTICATED, 404))
 def status_(document_id: str) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     return json_response(get_container().documents.get(principal.project_id, document_id).status_view())
 
 
 @router.delete("/v1/documents/<document_id>", summary="Delete a document", description="With its chunks; 204.",
                responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404))
 def delete(document_id: str) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     delete_document(get_container().ingestion_ports, principal.project_id, document_id)
     return no_content()
 
@@ -160,7 +156,7 @@ def delete(document_id: str) -> Response[Any]:
              responses=documented({202: (Document, "a new run started"), 200: (Document, "with `wait`: the settled document")},
                                   *AUTHENTICATED, *WITH_BODY, 404))
 def ingest(document_id: str, body: Annotated[ReingestRequest | None, Body()] = None) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     c = get_container()
     body = body or ReingestRequest()
     doc = reingest(c.ingestion_ports, c.pipeline_starter, principal.project_id, document_id, body)

@@ -47,7 +47,7 @@ class EmbeddingsRequest(BaseModel):
              description=f"`{{input}}` or `{{inputs: [...]}}` (at most {MAX_INPUTS} inputs of {MAX_INPUT_CHARS:,} characters).",
              responses=documented({200: (EmbeddingsResponse, "one vector per input")}, *AUTHENTICATED, *WITH_BODY))
 def create_embeddings(body: Annotated[EmbeddingsRequest, Body()]) -> Response[Any]:
-    require(router, Scope.READ)
+    require(Scope.READ)
     texts = [body.input] if body.input is not None else list(body.inputs or [])
     total = sum(len(t) for t in texts)
     if len(texts) > MAX_INPUTS or total > MAX_TOTAL_CHARS:

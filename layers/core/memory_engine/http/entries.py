@@ -88,7 +88,7 @@ class EntryCreateRequest(NewEntry):
                          *AUTHENTICATED, *WITH_BODY, 404),
 )
 def create(body: Annotated[EntryCreateRequest, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     container = get_container()
     result = write_entry(
         container.entries, container.embedder, container.chat_model, project_id=principal.project_id,
@@ -118,7 +118,7 @@ def list_(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     items, next_cursor = list_entries(
         get_container().entries, principal.project_id, memory_id=memory_id, include_invalidated=include_invalidated,
         limit=limit, cursor=cursor,
@@ -134,7 +134,7 @@ def list_(
     responses=documented({200: (MemoryEntry, "the entry")}, *AUTHENTICATED, 404),
 )
 def get(entry_id: str) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     return json_response(get_container().entries.get(principal.project_id, entry_id))
 
 
@@ -150,7 +150,7 @@ def get(entry_id: str) -> Response[Any]:
     responses=documented({200: (MemoryEntry, "the updated entry")}, *AUTHENTICATED, *WITH_BODY, 404, 409),
 )
 def replace(entry_id: str, body: Annotated[EntryReplacement, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     container = get_container()
     return json_response(replace_entry(container.entries, container.embedder, principal.project_id, entry_id, body))
 
@@ -158,6 +158,6 @@ def replace(entry_id: str, body: Annotated[EntryReplacement, Body()]) -> Respons
 @router.delete("/v1/memory-entries/<entry_id>", summary="Delete a memory entry", description="Removes it outright; 204.",
                responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404))
 def delete(entry_id: str) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     get_container().entries.delete(principal.project_id, entry_id)
     return no_content()

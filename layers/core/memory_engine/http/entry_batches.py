@@ -1,4 +1,4 @@
-"""HTTP routes for batch writes and deletes of memory entries (issue 15).
+"""HTTP routes for batch writes and deletes of memory entries.
 
 ``POST /v1/memory-entries/batch`` runs each item through the write funnel in order (the manual
 path, as ``POST /v1/memory-entries``); ``DELETE /v1/memory-entries/batch`` deletes by ids.
@@ -41,7 +41,7 @@ _BATCH = (
              description=_BATCH,
              responses=documented({200: (EntryBatchResult, "one result per item")}, *AUTHENTICATED, *WITH_BODY))
 def write_batch(body: Annotated[EntryBatch, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     c = get_container()
     results = write_entries(c.entries, c.embedder, c.chat_model, project_id=principal.project_id,
                             items=body.entries, duplicate_threshold=body.duplicate_threshold)
@@ -55,7 +55,7 @@ def write_batch(body: Annotated[EntryBatch, Body()]) -> Response[Any]:
                            "is `not_found` (so a retry is safe).",
                responses=documented({200: (EntryBatchDeleteResult, "one result per id")}, *AUTHENTICATED, *WITH_BODY))
 def delete_batch(body: Annotated[EntryIdBatch, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     results = delete_entries(get_container().entries, principal.project_id, body.ids)
     deleted = sum(r.action == "deleted" for r in results)
     return json_response({"results": results, "deleted": deleted, "not_found": len(results) - deleted})

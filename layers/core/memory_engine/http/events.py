@@ -81,7 +81,7 @@ def post_event(
     body: Annotated[dict[str, Any], Body()],
     wait: Annotated[bool, Query()] = False,
 ) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     container = get_container()
     # ``body`` documents the route in OpenAPI; the raw JSON is validated here so anything but one
     # event object (a list, a string) is a 422 with the event's field names

@@ -43,7 +43,7 @@ def list_(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     runs, next_cursor = list_extraction_runs(
         get_container().extraction_runs, principal.project_id, memory_id=memory_id, status=status,
         event_id=event_id, limit=limit, cursor=cursor,

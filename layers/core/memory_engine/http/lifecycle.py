@@ -1,4 +1,4 @@
-"""HTTP routes of the memory lifecycle (issue 15): forgetting, export and import of a memory."""
+"""HTTP routes of the memory lifecycle: forgetting, export and import of a memory."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ JSONL = "application/x-ndjson"
     responses=documented({200: (ForgetResult, "what was deleted")}, *AUTHENTICATED, *WITH_BODY, 404),
 )
 def forget_route(body: Annotated[ForgetRequest, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     c = get_container()
     return json_response(forget(c.lifecycle, c.event_publisher, principal.project_id, body))
 
@@ -47,7 +47,7 @@ def forget_route(body: Annotated[ForgetRequest, Body()]) -> Response[Any]:
 _EXPORT_RESPONSES: dict[int, OpenAPIResponse] = {
     **documented({}, *AUTHENTICATED, 404, 413, 422),
     200: {"description": "JSONL: a `header`, the `memory`, then `entity`, `entry` and `episode` lines",
-          "content": {JSONL: {"schema": {"type": "string"}}}},  # type: ignore[typeddict-item]
+          "content": {JSONL: {"schema": {"type": "string"}}}},
 }
 
 
@@ -62,7 +62,7 @@ _EXPORT_RESPONSES: dict[int, OpenAPIResponse] = {
     responses=_EXPORT_RESPONSES,
 )
 def export_route(memory_id: str, vectors: Annotated[bool, Query()] = True) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     c = get_container()
     parts, size = [], 0
     for line in export_memory(c.lifecycle, c.embedder, principal.project_id, memory_id, vectors=vectors):
@@ -88,7 +88,7 @@ def export_route(memory_id: str, vectors: Annotated[bool, Query()] = True) -> Re
     openapi_extensions={"requestBody": {"required": True, "content": {JSONL: {"schema": {"type": "string"}}}}},
 )
 def import_route() -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     # API Gateway base64-encodes a body whose type it does not know as text (x-ndjson may be one)
     body = router.current_event.decoded_body or ""
     c = get_container()

@@ -73,7 +73,7 @@ def mcp(body: Annotated[JsonRpcMessage, Body()]) -> Response[Any]:
     from memory_engine.mcp_server.streamable_http import handle_mcp_request
     from memory_engine.mcp_server.tools import build_server
 
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     event = router.current_event
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     version = event.headers.get("mcp-protocol-version") or event.headers.get("Mcp-Protocol-Version")

@@ -33,7 +33,7 @@ _LIMITS = (
 @router.post("/v1/memories", summary="Create a memory", description=f"Creates a memory container; 201. {_LIMITS}",
              responses=documented({201: (Memory, "the memory")}, *AUTHENTICATED, *WITH_BODY))
 def create(body: Annotated[MemoryFields, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     memory = create_memory(get_container().memories, principal.project_id, body)
     return json_response(memory, 201)
 
@@ -53,7 +53,7 @@ def list_(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     items, next_cursor = list_memories(get_container().memories, principal.project_id, tags=tags, limit=limit, cursor=cursor)
     return json_response(page(items, next_cursor))
 
@@ -61,7 +61,7 @@ def list_(
 @router.get("/v1/memories/<memory_id>", summary="Get a memory", description="404 when not in the caller's project.",
             responses=documented({200: (Memory, "the memory")}, *AUTHENTICATED, 404))
 def get(memory_id: str) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     return json_response(get_container().memories.get(principal.project_id, memory_id))
 
 
@@ -75,7 +75,7 @@ def get(memory_id: str) -> Response[Any]:
     responses=documented({200: (Memory, "the updated memory")}, *AUTHENTICATED, *WITH_BODY, 404),
 )
 def update(memory_id: str, body: Annotated[MemoryFields, Body()]) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     return json_response(update_memory(get_container().memories, principal.project_id, memory_id, body))
 
 
@@ -88,7 +88,7 @@ def update(memory_id: str, body: Annotated[MemoryFields, Body()]) -> Response[An
                          404, 422),
 )
 def delete(memory_id: str, purge: Annotated[bool, Query()] = False) -> Response[Any]:
-    principal = require(router, Scope.WRITE)
+    principal = require(Scope.WRITE)
     c = get_container()
     if purge:
         return json_response(purge_memory(c.lifecycle, c.event_publisher, principal.project_id, memory_id))

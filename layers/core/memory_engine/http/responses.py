@@ -10,7 +10,7 @@ import numpy as np
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
-from memory_engine.errors import MemoryEngineError
+from memory_engine.errors import MemoryEngineError, http_status
 
 
 def _default(value: Any) -> Any:
@@ -42,7 +42,7 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def error_response(error: MemoryEngineError) -> Response[Any]:
-    return json_response(error.to_body(), error.status)
+    return json_response(error.to_body(), http_status(error))
 
 
 def page(data: list[Any], next_cursor: str | None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ router = Router()
                          "model is configured or the call fails; `results` are always returned).",
              responses=documented({200: (SearchResponseBody, "ranked results")}, *AUTHENTICATED, *WITH_BODY))
 def search(body: Annotated[SearchRequest, Body()]) -> Response[Any]:
-    principal = require(router, Scope.READ)
+    principal = require(Scope.READ)
     container = get_container()
     # the chat model (a Bedrock client on AWS) is built only when a search asks for it
     chat = container.chat_model if "synthesis" in body.include else None

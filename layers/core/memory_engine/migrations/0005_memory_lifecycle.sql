@@ -1,4 +1,4 @@
--- Memory lifecycle (issue 15): expiry of entries and a default time-to-live per memory.
+-- Memory lifecycle: expiry of entries and a default time-to-live per memory.
 --
 -- `expires_at`: when the fact stops being returned. Reads filter on it at once (nothing expired is
 -- ever returned between sweeps); the sweep then invalidates it with reason 'expired' (kept for

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 
+from memory_engine.domain.upload_tokens import UploadGrant
 from memory_engine.errors import DependencyError
 
 
@@ -26,8 +28,8 @@ class BlobInfo:
 
 @dataclass(frozen=True)
 class PresignedUpload:
-    """Where and how to PUT the bytes. ``url`` may be a path (``/v1/...``) for the local store:
-    the HTTP layer makes it absolute with the request's origin."""
+    """Where and how to PUT the bytes. ``url`` may be relative to the server that issued it (the
+    local store's ``/v1/local-uploads/...``): resolve it against that server's origin."""
 
     url: str
     method: str
@@ -48,7 +50,26 @@ class BlobStore(Protocol):
     def get(self, key: str) -> bytes: ...
     def put(self, key: str, data: bytes, *, content_type: str | None = None,
             metadata: dict[str, str] | None = None) -> None: ...
+    def put_file(self, key: str, source: Path, *, content_type: str | None = None) -> None:
+        """Copy a file in, streamed (it may be large). Raises FileNotFoundError when ``source`` vanished."""
+        ...
     def head(self, key: str) -> BlobInfo | None: ...
     def delete(self, key: str) -> None: ...
     def delete_prefix(self, prefix: str) -> int: ...
     def presign_put(self, key: str, *, content_type: str, expires_in: int = 3600) -> PresignedUpload: ...
+
+
+class UploadInbox(Protocol):
+    """Receives the PUT of an upload URL this server issued (the local stand-in for S3's presigned
+    PUT; on AWS the bytes go to S3 and there is no inbox)."""
+
+    def verify(self, token: str) -> UploadGrant:
+        """The grant of the URL's token. Raises
+        :class:`memory_engine.domain.upload_tokens.InvalidUploadToken` (forged, malformed, expired)."""
+        ...
+
+    def receive(self, folder: str, path: str, data: bytes) -> None:
+        """Store ``data`` as ``path`` of the project whose folder is ``folder``, all or nothing, for
+        ingestion to pick up. Raises :class:`memory_engine.errors.Forbidden` when the path leaves the
+        project's folder, :class:`BlobStoreError` when storing fails."""
+        ...

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memory_engine.domain.cursor import Cursor
-from memory_engine.domain.entities import EntityLink
+from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import Memory, MemoryEntry, NewEntry
 from memory_engine.ports.embedder import Vector
 
@@ -39,7 +39,7 @@ class EntryChanges:
     fields: dict[str, Any]
     embedding: Vector | None
     reembed: bool
-    links: list[EntityLink] | None = None
+    links: list[NewEntityLink] | None = None
     entity_vectors: EntityVectors | None = None
 
 
@@ -75,12 +75,12 @@ class EntryWriteSession(Protocol):
         ...
     def get_live(self, entry_id: str) -> MemoryEntry | None: ...
     def insert(
-        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
+        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[NewEntityLink],
         entity_vectors: EntityVectors, context: str | None = None,
     ) -> MemoryEntry: ...
     def merge_into(
         self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
-        links: Sequence[EntityLink], entity_vectors: EntityVectors,
+        links: Sequence[NewEntityLink], entity_vectors: EntityVectors,
     ) -> MemoryEntry:
         """Rewrites a live entry in place (content, embedding, ``fields``) and adds entity links;
         provenance columns are never touched."""

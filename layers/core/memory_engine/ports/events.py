@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, Protocol
 
 
 class EventPublisher(ABC):
@@ -40,3 +40,20 @@ class DeadLetterSink(ABC):
     @abstractmethod
     def send(self, letter: DeadLetter) -> None:
         """Park ``letter`` for an operator to inspect or redrive."""
+
+
+#: Where a queued event is: waiting or being delivered, delivered, or parked as a dead letter.
+MessageStatus = Literal["queued", "in_flight", "succeeded", "dead_lettered"]
+
+
+class EventQueue(Protocol):
+    """Queues ``turn.completed`` events for the extraction consumer (the local runtime's stand-in for
+    EventBridge -> SQS; on AWS producers put events on the bus directly)."""
+
+    def submit(self, event: dict[str, Any]) -> str:
+        """Queue one EventBridge-shaped event; returns its message id."""
+        ...
+
+    def wait(self, message_id: str, timeout: float = 60.0) -> MessageStatus | None:
+        """Block until the message is delivered or dead-lettered, or ``timeout``; its status (None: unknown id)."""
+        ...

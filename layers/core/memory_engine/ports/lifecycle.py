@@ -1,4 +1,4 @@
-"""Ports of the memory lifecycle (issue 15): expiry sweeps, forgetting, export and import."""
+"""Ports of the memory lifecycle: expiry sweeps, forgetting, export and import."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ class ExportRepository(Protocol):
         """The entities the memory's entries link: ``name`` (normalized), ``display_name``, ``entity_type``."""
         ...
     def episode_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]: ...
+
+
+class LifecycleRepository(ForgetRepository, ExportRepository, Protocol):
+    """Forgetting and the reads of an export, on one store."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory_engine.domain.entities import EntityLink, anchor_name, display_entity_name, embedding_text, normalize_entity_name
+from memory_engine.domain.entities import NewEntityLink, anchor_name, display_entity_name, embedding_text, normalize_entity_name
 from memory_engine.domain.entries import MAX_TAGS, EntityRole, Memory, SourceType, Tag
 from memory_engine.domain.validation import JsonObject, Text, Timestamp
 from memory_engine.errors import InvalidInput, invalid_input
@@ -300,7 +300,7 @@ class _Writer:
 
         texts = []
         for r in records:
-            links = [EntityLink(normalize_entity_name(x.name), x.name, x.type, x.role) for x in r.entities]
+            links = [NewEntityLink(normalize_entity_name(x.name), x.name, x.type, x.role) for x in r.entities]
             texts.append(embedding_text(r.content, anchor_name(links), context=r.context))
         vectors = self._vectors(texts, [r.embedding for r in records])
         rows = []

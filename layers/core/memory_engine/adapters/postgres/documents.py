@@ -48,7 +48,7 @@ class PostgresDocumentRepository:
     def get(self, project_id: str, document_id: str) -> Document:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s", (project_id, document_id)
+                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s", (project_id, document_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).fetchone()
         if row is None:
             raise NotFound(f"document {document_id} not found")
@@ -57,14 +57,14 @@ class PostgresDocumentRepository:
     def find_by_path(self, project_id: str, path: str) -> Document | None:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND path = %s", (project_id, path)
+                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND path = %s", (project_id, path)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).fetchone()
         return _doc(row) if row else None
 
     def list_processing(self) -> list[Document]:
         with self._db.connection() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE status = 'processing' ORDER BY updated_at"
+                f"SELECT {_COLUMNS} FROM documents WHERE status = 'processing' ORDER BY updated_at"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).fetchall()
         return [_doc(r) for r in rows]
 
@@ -98,7 +98,7 @@ class PostgresDocumentRepository:
             where.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
         with self._db.connection() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE {' AND '.join(where)}"
+                f"SELECT {_COLUMNS} FROM documents WHERE {' AND '.join(where)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 " ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
                 params,
             ).fetchall()
@@ -131,7 +131,7 @@ class PostgresDocumentRepository:
     def delete(self, project_id: str, document_id: str) -> Document:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"DELETE FROM documents WHERE project_id = %s AND id = %s RETURNING {_COLUMNS}",
+                f"DELETE FROM documents WHERE project_id = %s AND id = %s RETURNING {_COLUMNS}",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (project_id, document_id),
             ).fetchone()
         if row is None:
@@ -154,7 +154,7 @@ class PostgresDocumentRepository:
                         chunk_size = CASE WHEN %s THEN EXCLUDED.chunk_size ELSE documents.chunk_size END,
                         chunk_overlap = CASE WHEN %s THEN EXCLUDED.chunk_overlap ELSE documents.chunk_overlap END,
                         updated_at = now()
-                    RETURNING {_COLUMNS}""",
+                    RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (ids.new_id(ids.DOCUMENT), project_id, new.path, new.title, new.content_type, list(new.tags),
                  Jsonb(new.metadata) if new.metadata is not None else None, settings.strategy.value, settings.size,
                  settings.overlap, new.source_bucket, new.source_key, bool(new.tags),
@@ -167,7 +167,7 @@ class PostgresDocumentRepository:
                      force: bool = False) -> IngestDecision:
         with self._db.connection() as conn:
             existing = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND path = %s FOR UPDATE",
+                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND path = %s FOR UPDATE",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (project_id, new.path),
             ).fetchone()
             if existing is None:
@@ -178,7 +178,7 @@ class PostgresDocumentRepository:
                             status, ingest_generation)
                         VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'processing', 1)
                         ON CONFLICT (project_id, path) DO NOTHING
-                        RETURNING {_COLUMNS}""",
+                        RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                     (ids.new_id(ids.DOCUMENT), project_id, new.path, new.title, new.content_type, new.size_bytes,
                      new.sha256, new.source_bucket, new.source_key, list(new.tags),
                      Jsonb(new.metadata) if new.metadata is not None else None, settings.strategy.value,
@@ -205,7 +205,7 @@ class PostgresDocumentRepository:
                     status = 'processing', error = NULL, total_pages = NULL, total_chunks = NULL,
                     indexed_chunks = 0, ingest_generation = greatest(ingest_generation, active_generation) + 1,
                     updated_at = now()
-                WHERE id = %s RETURNING {_COLUMNS}""",
+                WHERE id = %s RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             (new.title, new.content_type, new.size_bytes, new.sha256, new.source_bucket, new.source_key,
              bool(new.tags), list(new.tags), Jsonb(new.metadata) if new.metadata is not None else None,
              settings.strategy.value, settings.size, settings.overlap, current.id),
@@ -216,7 +216,7 @@ class PostgresDocumentRepository:
     def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings) -> Document:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s FOR UPDATE",
+                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s FOR UPDATE",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (project_id, document_id),
             ).fetchone()
             if row is None:

@@ -35,13 +35,13 @@ class PostgresEmbeddingRepair:
 
     def count_missing(self, table: str) -> int:
         with self._db.connection() as conn:
-            row = conn.execute(f"SELECT count(*) AS n FROM {_check(table)} WHERE embedding IS NULL").fetchone()
+            row = conn.execute(f"SELECT count(*) AS n FROM {_check(table)} WHERE embedding IS NULL").fetchone()  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         return int(row["n"]) if row else 0
 
     def missing(self, table: str, *, after_id: str | None, limit: int) -> list[tuple[str, str]]:
         with self._db.connection() as conn:
             rows = conn.execute(
-                f"SELECT t.id, {_TEXT[_check(table)]} FROM {table} t"
+                f"SELECT t.id, {_TEXT[_check(table)]} FROM {table} t"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 " WHERE t.embedding IS NULL AND (%(after)s::text IS NULL OR t.id > %(after)s) ORDER BY t.id LIMIT %(n)s",
                 {"after": after_id, "n": limit},
             ).fetchall()
@@ -52,7 +52,7 @@ class PostgresEmbeddingRepair:
             return 0
         with self._db.connection() as conn, conn.cursor() as cur:
             cur.executemany(
-                f"UPDATE {_check(table)} SET embedding = %s WHERE id = %s AND embedding IS NULL",
+                f"UPDATE {_check(table)} SET embedding = %s WHERE id = %s AND embedding IS NULL",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 [(vector, row_id) for row_id, vector in vectors],
             )
             return max(cur.rowcount, 0)

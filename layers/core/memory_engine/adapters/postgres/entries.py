@@ -31,7 +31,7 @@ from memory_engine.adapters.postgres.entry_sql import (
     not_expired,
 )
 from memory_engine.domain.cursor import Cursor, next_cursor
-from memory_engine.domain.entities import EntityLink
+from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
@@ -52,7 +52,7 @@ class PostgresWriteSession:
         # similarity 1: the same sentence is the same fact even when the two were embedded with
         # different anchors ("<fact>. About: <anchor>.") or one has no vector.
         rows = self._conn.execute(
-            f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"
+            f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
             f" AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
             " UNION ALL"
@@ -69,7 +69,7 @@ class PostgresWriteSession:
 
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
         row = self._conn.execute(
-            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.memory_id = %(m)s AND e.project_id = %(p)s"
+            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.memory_id = %(m)s AND e.project_id = %(p)s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             f" AND e.invalidated_at IS NULL AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s"
             " ORDER BY e.created_at LIMIT 1",
             {"m": self._memory_id, "p": self._project_id, "c": content},
@@ -78,14 +78,14 @@ class PostgresWriteSession:
 
     def get_live(self, entry_id: str) -> MemoryEntry | None:
         row = self._conn.execute(
-            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"
+            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             f" AND e.invalidated_at IS NULL AND {not_expired()}",
             (entry_id, self._memory_id, self._project_id),
         ).fetchone()
         return entry_from_row(row) if row else None
 
     def insert(
-        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[EntityLink],
+        self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[NewEntityLink],
         entity_vectors: EntityVectors, context: str | None = None,
     ) -> MemoryEntry:
         params: dict[str, Any] = {
@@ -99,14 +99,14 @@ class PostgresWriteSession:
         }
         # the row's own time, not the transaction's: a batch writes many facts in one transaction
         # and lists and conversations order by created_at (one value for both columns)
-        insert = (f"INSERT INTO memory_entries AS e ({INSERT_COLUMNS}, created_at, updated_at)"
+        insert = (f"INSERT INTO memory_entries AS e ({INSERT_COLUMNS}, created_at, updated_at)"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                   f" SELECT {INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
         if not links:
             row = self._conn.execute(f"{insert} RETURNING {ENTRY_COLUMNS}, '[]'::json AS entities", params).fetchone()
         else:
             params.update(entity_params(self._project_id, links, entity_vectors))
             row = self._conn.execute(
-                f"WITH ins AS ({insert} RETURNING {ENTRY_COLUMNS}), {ENTITY_CTES.format(target='%(id)s')}"
+                f"WITH ins AS ({insert} RETURNING {ENTRY_COLUMNS}), {ENTITY_CTES.format(target='%(id)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 f" SELECT ins.*, ({ENTITY_MERGE}) AS entities FROM ins",
                 params,
             ).fetchone()
@@ -115,7 +115,7 @@ class PostgresWriteSession:
 
     def merge_into(
         self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
-        links: Sequence[EntityLink], entity_vectors: EntityVectors,
+        links: Sequence[NewEntityLink], entity_vectors: EntityVectors,
     ) -> MemoryEntry:
         params = {**fields, "id": entry_id, "p": self._project_id, "content": content, "embedding": embedding}
         if "metadata" in params:
@@ -123,7 +123,7 @@ class PostgresWriteSession:
         sets = ", ".join([f"{name} = %({name})s" for name in fields] + [
             "content = %(content)s", "embedding = %(embedding)s", "updated_at = clock_timestamp()"])
         self._conn.execute(
-            f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s AND invalidated_at IS NULL",
+            f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s AND invalidated_at IS NULL",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             params,
         )
         if links:
@@ -153,7 +153,7 @@ def _conversation_context(
     conn: psycopg.Connection[dict[str, Any]], project_id: str, memory_id: str, conversation_id: str
 ) -> tuple[str, str] | None:
     row = conn.execute(
-        "SELECT e.id, e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"
+        "SELECT e.id, e.subject, e.content FROM memory_entries e WHERE e.memory_id = %s AND e.source_conversation_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         f" AND e.invalidated_at IS NULL AND {not_expired()} AND e.project_id = %s"
         " ORDER BY e.created_at DESC, e.id DESC LIMIT 1",
         (memory_id, conversation_id, project_id),
@@ -210,7 +210,7 @@ class PostgresEntryRepository:
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",
+                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (entry_id, project_id),
             ).fetchone()
         if row is None:
@@ -237,7 +237,7 @@ class PostgresEntryRepository:
             ).fetchone() is None:
                 raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
             rows = conn.execute(
-                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE {' AND '.join(clauses)}"
+                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 " ORDER BY e.created_at DESC, e.id DESC LIMIT %(n)s",
                 params,
             ).fetchall()
@@ -269,7 +269,7 @@ class PostgresEntryRepository:
                 fields["embedding"] = changes.embedding
             sets = ", ".join([f"{name} = %({name})s" for name in fields] + ["updated_at = clock_timestamp()"])
             conn.execute(
-                f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s",
+                f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 {**fields, "id": entry_id, "p": project_id},
             )
             if changes.links is not None:
@@ -277,7 +277,7 @@ class PostgresEntryRepository:
                 if changes.links:
                     link_entities(conn, project_id, entry_id, changes.links, changes.entity_vectors or EntityVectors({}))
             row = conn.execute(
-                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",
+                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (entry_id, project_id),
             ).fetchone()
         assert row is not None

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_engine import ids
-from memory_engine.domain.entities import EntityLink
+from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import EXPIRED_REASON, MemoryEntry
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import EntityVectors
@@ -105,7 +105,7 @@ def _vector_text(vector: Vector | None) -> str | None:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
-def entity_params(project_id: str, links: Sequence[EntityLink], vectors: EntityVectors) -> dict[str, Any]:
+def entity_params(project_id: str, links: Sequence[NewEntityLink], vectors: EntityVectors) -> dict[str, Any]:
     return {
         "p": project_id,
         "ent_ids": [ids.new_id(ids.ENTITY) for _ in links],
@@ -118,7 +118,7 @@ def entity_params(project_id: str, links: Sequence[EntityLink], vectors: EntityV
 
 
 def link_entities(
-    conn: psycopg.Connection[dict[str, Any]], project_id: str, entry_id: str, links: Sequence[EntityLink],
+    conn: psycopg.Connection[dict[str, Any]], project_id: str, entry_id: str, links: Sequence[NewEntityLink],
     vectors: EntityVectors,
 ) -> None:
     params = {**entity_params(project_id, links, vectors), "eid": entry_id}

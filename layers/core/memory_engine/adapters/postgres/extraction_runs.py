@@ -43,7 +43,7 @@ class PostgresExtractionRunRepository:
                  WHERE r.status = 'failed'
                     OR (r.status = 'running' AND r.updated_at < now() - %(stale)s::interval)
                 RETURNING {_COLUMNS}, (xmax = 0) AS inserted
-                """,
+                """,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 {
                     "id": ids.new_id(ids.RUN), "project_id": key.project_id, "event_id": key.event_id,
                     "memory_id": key.memory_id, "conversation_id": key.conversation_id, "turn_id": key.turn_id,
@@ -54,7 +54,7 @@ class PostgresExtractionRunRepository:
                 outcome = ClaimOutcome.STARTED if row["inserted"] else ClaimOutcome.RETRYING
                 return RunClaim(outcome, _run(row))
             existing = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s",
+                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (key.project_id, key.event_id),
             ).fetchone()
         if existing is None:
@@ -79,7 +79,7 @@ class PostgresExtractionRunRepository:
     ) -> ExtractionRun:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"UPDATE extraction_runs SET status = %s, summary = %s, error = %s, updated_at = now()"
+                f"UPDATE extraction_runs SET status = %s, summary = %s, error = %s, updated_at = now()"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 f" WHERE project_id = %s AND id = %s RETURNING {_COLUMNS}",
                 (status, Jsonb(summary), error, project_id, run_id),
             ).fetchone()
@@ -90,7 +90,7 @@ class PostgresExtractionRunRepository:
     def get_by_event(self, project_id: str, event_id: str) -> ExtractionRun | None:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s", (project_id, event_id)
+                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s", (project_id, event_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).fetchone()
         return _run(row) if row else None
 
@@ -109,7 +109,7 @@ class PostgresExtractionRunRepository:
             params.update(c_at=cursor.created_at, c_id=cursor.id)
         with self._db.connection() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE {' AND '.join(clauses)}"
+                f"SELECT {_COLUMNS} FROM extraction_runs WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 " ORDER BY created_at DESC, id DESC LIMIT %(n)s",
                 params,
             ).fetchall()

@@ -77,19 +77,19 @@ class PostgresLifecycle:
             if memory_id is not None:
                 _memory_exists(conn, project_id, memory_id)
             memories = [r["memory_id"] for r in conn.execute(
-                "SELECT DISTINCT memory_id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s"
+                "SELECT DISTINCT memory_id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 f"{in_memory} UNION SELECT DISTINCT memory_id FROM episodes WHERE project_id = %(p)s"
                 f" AND conversation_id = %(c)s AND memory_id IS NOT NULL{in_memory}", params).fetchall()]
             _lock(conn, memories)
             entry_ids = [r["id"] for r in conn.execute(
-                f"SELECT id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s{in_memory}",
+                f"SELECT id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s{in_memory}",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 params).fetchall()]
             entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
             runs = conn.execute(
-                f"DELETE FROM extraction_runs WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,
+                f"DELETE FROM extraction_runs WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).rowcount
             episodes = conn.execute(
-                f"DELETE FROM episodes WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,
+                f"DELETE FROM episodes WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).rowcount
             entities = _delete_orphans(conn, project_id, entity_ids)
         return _counts(entries, episodes, runs, entities)
@@ -155,13 +155,13 @@ class PostgresLifecycle:
     def entry_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
         vector = ", e.embedding::text AS embedding" if vectors else ""
         yield from self._stream(
-            f"SELECT {_ENTRY_COLUMNS}, {ENTITIES_OF.format(alias='e')} AS entities{vector} FROM memory_entries e"
+            f"SELECT {_ENTRY_COLUMNS}, {ENTITIES_OF.format(alias='e')} AS entities{vector} FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             " WHERE e.project_id = %s AND e.memory_id = %s ORDER BY e.created_at, e.id", (project_id, memory_id))
 
     def entity_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
         vector = ", n.embedding::text AS embedding" if vectors else ""
         yield from self._stream(
-            f"SELECT n.name, n.display_name, n.type AS entity_type{vector} FROM entities n WHERE n.project_id = %s AND EXISTS ("
+            f"SELECT n.name, n.display_name, n.type AS entity_type{vector} FROM entities n WHERE n.project_id = %s AND EXISTS ("  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             " SELECT 1 FROM entry_entities l JOIN memory_entries e ON e.id = l.entry_id"
             " WHERE l.entity_id = n.id AND e.memory_id = %s AND e.project_id = %s) ORDER BY n.name",
             (project_id, memory_id, project_id))
@@ -169,6 +169,6 @@ class PostgresLifecycle:
     def episode_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
         vector = ", ep.embedding::text AS embedding" if vectors else ""
         yield from self._stream(
-            "SELECT ep.id, ep.conversation_id, ep.turn_id, ep.event_id, ep.occurred_at, ep.transcript, ep.messages,"
+            "SELECT ep.id, ep.conversation_id, ep.turn_id, ep.event_id, ep.occurred_at, ep.transcript, ep.messages,"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             f" ep.created_at{vector} FROM episodes ep WHERE ep.project_id = %s AND ep.memory_id = %s"
             " ORDER BY ep.created_at, ep.id", (project_id, memory_id))

@@ -38,7 +38,7 @@ class PostgresMemoryRepository:
     ) -> Memory:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"INSERT INTO memories (id, project_id, name, description, tags, metadata, default_ttl)"
+                f"INSERT INTO memories (id, project_id, name, description, tags, metadata, default_ttl)"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 f" VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
                 (ids.new_id(ids.MEMORY), project_id, name, description, list(tags),
                  Jsonb(metadata) if metadata is not None else None, default_ttl),
@@ -49,7 +49,7 @@ class PostgresMemoryRepository:
     def get(self, project_id: str, memory_id: str) -> Memory:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)
+                f"SELECT {_COLUMNS} FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).fetchone()
         if row is None:
             raise _not_found(memory_id)
@@ -68,7 +68,7 @@ class PostgresMemoryRepository:
             params.update(c_at=cursor.created_at, c_id=cursor.id)
         with self._db.connection() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 " ORDER BY created_at DESC, id DESC LIMIT %(n)s",
                 params,
             ).fetchall()
@@ -86,7 +86,7 @@ class PostgresMemoryRepository:
             params["tags"] = list(params["tags"] or [])
         with self._db.connection() as conn:
             row = conn.execute(
-                f"UPDATE memories SET {', '.join(sets)} WHERE id = %(id)s AND project_id = %(p)s RETURNING {_COLUMNS}",
+                f"UPDATE memories SET {', '.join(sets)} WHERE id = %(id)s AND project_id = %(p)s RETURNING {_COLUMNS}",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 params,
             ).fetchone()
         if row is None:

@@ -10,6 +10,7 @@ from importlib import resources
 import psycopg
 
 from memory_engine.errors import SchemaMismatch
+from memory_engine.migrations import SKIPPED_VERSIONS
 
 logger = logging.getLogger(__name__)
 
@@ -27,17 +28,25 @@ class Migration:
 
 
 def load_migrations() -> list[Migration]:
-    """All SQL files of :mod:`memory_engine.migrations`, ordered by version."""
+    """All SQL files of :mod:`memory_engine.migrations`, ordered by version. Raises RuntimeError for a
+    duplicate version or a gap in the numbering (other than ``SKIPPED_VERSIONS``)."""
     found = []
     for entry in resources.files("memory_engine.migrations").iterdir():
         match = _NAME.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
     found.sort(key=lambda m: m.version)
-    versions = [m.version for m in found]
+    check_numbering([m.version for m in found])
+    return found
+
+
+def check_numbering(versions: list[int]) -> None:
+    """Sorted versions must be 1, 2, 3, ... without ``SKIPPED_VERSIONS``. Raises RuntimeError."""
     if len(set(versions)) != len(versions):
         raise RuntimeError(f"duplicate migration versions: {versions}")
-    return found
+    expected = [v for v in range(1, max(versions, default=0) + 1) if v not in SKIPPED_VERSIONS]
+    if versions != expected:
+        raise RuntimeError(f"migration versions {versions} have a gap or reuse a skipped number; expected {expected}")
 
 
 def migrate(conninfo: str, *, embedding_dim: int) -> list[str]:

@@ -65,7 +65,7 @@ class PostgresProjectRepository:
     ) -> ApiKeyRecord:
         with self._db.connection() as conn:
             row = conn.execute(
-                f"INSERT INTO api_keys (id, project_id, name, key_prefix, key_hash, scopes)"
+                f"INSERT INTO api_keys (id, project_id, name, key_prefix, key_hash, scopes)"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_KEY_COLUMNS}",
                 (ids.new_id(ids.API_KEY), project_id, name, key_prefix, key_hash, sorted(s.value for s in scopes)),
             ).fetchone()
@@ -74,13 +74,13 @@ class PostgresProjectRepository:
 
     def find_key_by_hash(self, key_hash: str) -> ApiKeyRecord | None:
         with self._db.connection() as conn:
-            row = conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)).fetchone()
+            row = conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)).fetchone()  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         return _key(row) if row else None
 
     def list_keys(self, project_id: str | None = None) -> list[ApiKeyRecord]:
         with self._db.connection() as conn:
             rows = conn.execute(
-                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE %(p)s::text IS NULL OR project_id = %(p)s"
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE %(p)s::text IS NULL OR project_id = %(p)s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 " ORDER BY created_at",
                 {"p": project_id},
             ).fetchall()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import ClientError
 
 from memory_engine.errors import NotFound
@@ -40,6 +42,14 @@ class S3BlobStore:
             self._s3.put_object(**args)
         except ClientError as exc:
             raise BlobStoreError(f"S3 put_object failed for {key}: {exc}") from exc
+
+    def put_file(self, key: str, source: Path, *, content_type: str | None = None) -> None:
+        """Streamed (multipart above boto3's threshold). Raises FileNotFoundError when ``source`` is gone."""
+        extra = {"ContentType": content_type} if content_type else None
+        try:
+            self._s3.upload_file(str(source), self.bucket, key, ExtraArgs=extra)
+        except (ClientError, S3UploadFailedError) as exc:
+            raise BlobStoreError(f"S3 upload failed for {key}: {exc}") from exc
 
     def head(self, key: str) -> BlobInfo | None:
         try:

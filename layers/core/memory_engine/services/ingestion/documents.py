@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
+from urllib.parse import urljoin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -195,9 +197,11 @@ def create_text_documents(ports: IngestionPorts, starter: PipelineStarter, proje
     return results
 
 
-def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest) -> PresignedUpload:
+def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest, *, origin: str) -> PresignedUpload:
     """Create/update the document row (``pending`` when new) with the request's settings, and
-    return where to PUT the bytes. The upload's S3 event starts the pipeline."""
+    return where to PUT the bytes: an absolute URL (a store's URL relative to the server that issued
+    it is resolved against ``origin``, this server's ``scheme://host``). The upload's S3 event
+    starts the pipeline."""
     content_type = ct.resolve(body.path, body.content_type)
     expire_unused_uploads(ports, project_id=project_id)
     ports.documents.prepare(
@@ -206,8 +210,9 @@ def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest) 
                     metadata=body.metadata, chunk_settings=body.settings(FILE_DEFAULTS) if body.explicit() else None),
         default_settings=FILE_DEFAULTS,
     )
-    return ports.blobs.presign_put(object_key(project_id, body.path), content_type=content_type,
-                                   expires_in=UPLOAD_URL_TTL_SECONDS)
+    presigned = ports.blobs.presign_put(object_key(project_id, body.path), content_type=content_type,
+                                        expires_in=UPLOAD_URL_TTL_SECONDS)
+    return dataclasses.replace(presigned, url=urljoin(origin + "/", presigned.url))
 
 
 def expire_unused_uploads(ports: IngestionPorts, *, project_id: str | None = None,

@@ -21,12 +21,10 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from memory_engine.ports.events import DeadLetter, DeadLetterSink
-
-if TYPE_CHECKING:
-    from memory_engine.bootstrap import Container
+from memory_engine.local.lambda_runtime import invoke
+from memory_engine.ports.events import DeadLetter, DeadLetterSink, MessageStatus
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +35,6 @@ BATCH_SIZE = 10
 #: How many finished messages' statuses are remembered for ``wait``.
 KEEP_STATUSES = 1_000
 
-MessageStatus = Literal["queued", "in_flight", "succeeded", "dead_lettered"]
 Invoker = Callable[[dict[str, Any]], Any]
 
 
@@ -72,13 +69,11 @@ def sqs_record(message_id: str, body: str, *, attempts: int, sent_at_ms: int) ->
 
 
 def _invoke_handler(event: dict[str, Any]) -> Any:
-    from memory_engine.adapters.local.lambda_runtime import invoke
-
     return invoke(HANDLER, event, "memory-engine-extraction")
 
 
 class LocalEventQueue:
-    """An in-process queue with one consumer thread (a BackgroundService of `memory-engine dev`).
+    """EventQueue: an in-process queue with one consumer thread (a BackgroundService of `memory-engine dev`).
 
     ``submit`` starts the worker on first use, so the route works without the dev engine too.
     """
@@ -217,14 +212,3 @@ class LocalEventQueue:
                 delay = self.retry_delay * 2 ** (message.attempts - 1)
                 heapq.heappush(self._ready, (time.monotonic() + delay, next(self._seq), message))
             self._cond.notify_all()
-
-
-def build(container: Container) -> LocalEventQueue:
-    """The dev engine's queue; dead letters are also written under ``$MEMORY_ENGINE_HOME/dead-letters``."""
-    from memory_engine.adapters.local.event_sinks import LocalDeadLetters
-
-    sink = container.dead_letters
-    if isinstance(sink, LocalDeadLetters) and sink.folder is None:
-        sink.folder = container.settings.home / "dead-letters"
-    queue: LocalEventQueue = container.event_queue
-    return queue

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import base64
 
-from memory_engine.adapters.local.apigw_events import decode_response, http_api_event
+from memory_engine.local.apigw_events import decode_response, http_api_event
 
 
 def test_builds_a_payload_v2_event_like_api_gateway() -> None:

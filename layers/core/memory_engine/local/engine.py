@@ -13,14 +13,15 @@ from psycopg import sql
 
 from memory_engine import constants as c
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
-from memory_engine.adapters.local.http_gateway import LocalGateway
-from memory_engine.adapters.local.priority import lower_backend_priority
-from memory_engine.adapters.local.services import BackgroundService, background_services
-from memory_engine.adapters.local.workers import WorkerPool, default_workers
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.migrations import migrate
-from memory_engine.bootstrap import Container, set_container
+from memory_engine.bootstrap import set_container
 from memory_engine.domain.auth import Scope
+from memory_engine.local.background import BackgroundService, background_services
+from memory_engine.local.container import LocalContainer
+from memory_engine.local.http_gateway import LocalGateway
+from memory_engine.local.priority import lower_backend_priority
+from memory_engine.local.workers import WorkerPool, default_workers
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import Settings
 
@@ -71,7 +72,7 @@ class LocalEngine:
     #: Worker processes serving requests (None: :func:`default_workers`; 0: serve in this process).
     workers: int | None = None
     database: LocalDatabase | None = None
-    container: Container | None = None
+    container: LocalContainer | None = None
     gateway: LocalGateway | None = None
     pool: WorkerPool | None = None
     services: list[BackgroundService] = field(default_factory=list)
@@ -90,7 +91,8 @@ class LocalEngine:
                 # Worker processes serve the API; this process's own connections do background work
                 # (ingestion, extraction, the drop folder), so their backends yield the cores to searches.
                 overrides["database"] = Database(self.database.url, on_connect=lower_backend_priority)
-            self.container = Container(settings, **overrides)
+            self.container = LocalContainer(settings, dead_letter_folder=self.settings.home / "dead-letters",
+                                            **overrides)
             embedder = self.container.embedder
             migrate(self.database.url, embedding_dim=embedder.dimensions)
             self._ensure_default_project()
@@ -149,8 +151,6 @@ class LocalEngine:
                 logger.exception("stopping %s failed", getattr(service, "name", service))
         set_container(None)
         if self.container is not None:
-            if "pipeline_starter" in self.container.__dict__:
-                self.container.pipeline_starter.shutdown()
             self.container.close()
             self.container = None
         if self.database is not None:

@@ -13,7 +13,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "embeddings.py"
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "embeddings.py"
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,3 @@ class ExpirySweeper:
             except Exception:  # a failed sweep (database down) is retried at the next tick
                 logger.exception("expiry sweep failed; retrying in %.0f s", self.interval)
             self._stop.wait(self.interval)
-
-
-def build(container: Container) -> ExpirySweeper:
-    return ExpirySweeper(container)

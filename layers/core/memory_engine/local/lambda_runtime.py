@@ -4,7 +4,6 @@ path and give it a Lambda-shaped context, exactly as the Lambda runtime would.""
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import threading
 import time
@@ -14,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from memory_engine.bootstrap import get_container
 
 Handler = Callable[[dict[str, Any], Any], Any]
 _lock = threading.Lock()
@@ -40,11 +41,12 @@ class LocalLambdaContext:
 
 
 def functions_dir() -> Path:
-    configured = os.environ.get("MEMORY_ENGINE_FUNCTIONS_DIR")
-    if configured:
-        return Path(configured)
-    # layers/core/memory_engine/adapters/local/lambda_runtime.py -> repository root
-    return Path(__file__).resolve().parents[5] / "functions"
+    """``MEMORY_ENGINE_FUNCTIONS_DIR`` when set, else the repository's ``functions/``."""
+    configured = get_container().settings.functions_dir
+    if configured is not None:
+        return configured
+    # layers/core/memory_engine/local/lambda_runtime.py -> repository root
+    return Path(__file__).resolve().parents[4] / "functions"
 
 
 def load_module(relative: str) -> ModuleType:

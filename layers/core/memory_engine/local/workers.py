@@ -109,9 +109,10 @@ def worker_main(conn: Connection, settings: Settings, starts: Any, embed_threads
     logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s [worker {os.getpid()}] %(name)s: %(message)s")
     for noisy in ("botocore", "urllib3", "psycopg.pool"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from memory_engine.adapters.local.http_gateway import route_event
-    from memory_engine.adapters.local.lambda_runtime import load_module
-    from memory_engine.bootstrap import Container, set_container
+    from memory_engine.bootstrap import set_container
+    from memory_engine.local.container import LocalContainer
+    from memory_engine.local.lambda_runtime import load_module
+    from memory_engine.local.routing import route_event
     from memory_engine.settings import EmbeddingProvider
 
     overrides: dict[str, Any] = {"pipeline_starter": ForwardingPipelineStarter(starts)}
@@ -119,7 +120,7 @@ def worker_main(conn: Connection, settings: Settings, starts: Any, embed_threads
         from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 
         overrides["embedder"] = OnnxMiniLMEmbedder(threads=embed_threads)
-    container = Container(settings, **overrides)
+    container = LocalContainer(settings, **overrides)
     set_container(container)
     trim = _malloc_trim()
     try:

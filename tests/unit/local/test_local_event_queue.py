@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.local.event_queue import LocalEventQueue
 from memory_engine.adapters.local.event_sinks import LocalDeadLetters
+from memory_engine.local.event_queue import LocalEventQueue
 
 
 class FakeConsumer:

@@ -1,7 +1,7 @@
 """The local stand-in for API Gateway: an HTTP server on 127.0.0.1 that turns each request into
 an HTTP API v2 event and invokes the same Lambda handler that serves that route on AWS.
 
-Concurrency follows Lambda's: with a :class:`~memory_engine.adapters.local.workers.WorkerPool`
+Concurrency follows Lambda's: with a :class:`~memory_engine.local.workers.WorkerPool`
 (what ``memory-engine dev`` runs) each request goes to a free worker process, one request per
 worker at a time. Without one (tests, ``bench/peers.py``), requests are served in this process one
 at a time: Powertools keeps the current event on the router class, so one resolver cannot serve two
@@ -16,7 +16,6 @@ body over 10 MB (413).
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import threading
@@ -26,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from memory_engine import constants as c
-from memory_engine.adapters.local.apigw_events import decode_response, http_api_event
-from memory_engine.adapters.local.lambda_runtime import LocalLambdaContext, invoke
 from memory_engine.http.responses import dumps
+from memory_engine.local.apigw_events import decode_response, http_api_event
+from memory_engine.local.routing import dispatch, route_matches
 
 if TYPE_CHECKING:
-    from memory_engine.adapters.local.workers import WorkerPool
+    from memory_engine.local.workers import WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -47,44 +46,6 @@ PARENT_ROUTES = ("GET /v1/health", *c.LOCAL_ONLY_ROUTES)
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD")
 
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # HTAB is allowed in field values
-
-
-def _route_matches(route: str, method: str, path: str) -> bool:
-    route_method, _, route_path = route.partition(" ")
-    if route_method != method:
-        return False
-    if route_path.endswith("{proxy+}"):
-        return path.startswith(route_path[: -len("{proxy+}")])
-    return path == route_path
-
-
-@functools.cache
-def _local_app() -> Any:
-    from memory_engine.http.app import build_resolver
-    from memory_engine.http.routers import local_routers
-
-    return build_resolver(local_routers())
-
-
-def route_event(event: dict[str, Any]) -> Any:
-    """Invoke the handler that owns the event's route (the caller guarantees one request at a time)."""
-    method = event["requestContext"]["http"]["method"]
-    path = event["rawPath"]
-    if any(_route_matches(r, method, path) for r in c.SEARCH_ROUTES):
-        return invoke("search/handler", event, "memory-engine-search")
-    if any(_route_matches(r, method, path) for r in c.LOCAL_ONLY_ROUTES):
-        return _local_app().resolve(event, LocalLambdaContext(function_name="memory-engine-local"))
-    return invoke("api/handler", event, "memory-engine-api")
-
-
-#: This process's handlers are one "container": one invocation at a time.
-_invoke_lock = threading.Lock()
-
-
-def dispatch(event: dict[str, Any]) -> Any:
-    """Send an HTTP API event to the handler that owns its route, in this process."""
-    with _invoke_lock:
-        return route_event(event)
 
 
 def _error_body(status: int, code: str, message: str) -> bytes:
@@ -212,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             pool: WorkerPool | None = getattr(self.server, "pool", None)
             method = self.command.upper()
-            if pool is None or any(_route_matches(r, method, path) for r in PARENT_ROUTES):
+            if pool is None or any(route_matches(r, method, path) for r in PARENT_ROUTES):
                 response = dispatch(event)
             else:
                 response = pool.invoke(event)

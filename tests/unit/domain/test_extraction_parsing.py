@@ -22,7 +22,7 @@ from memory_engine.domain.extraction import (
 )
 from memory_engine.prompts import extraction_prompt
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_a_clean_array_of_objects_keeps_every_field() -> None:

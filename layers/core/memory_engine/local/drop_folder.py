@@ -31,11 +31,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memory_engine.adapters.local.s3_events import object_created_event
 from memory_engine.domain.documents import DocumentStatus, normalize_path
 from memory_engine.domain.validation import project_name
+from memory_engine.local.s3_events import object_created_event
 
 if TYPE_CHECKING:
     from memory_engine.bootstrap import Container
@@ -193,7 +193,7 @@ class DropFolderWatcher:
         if self._unchanged(path, project.id, doc_path, sig):
             return None
         key = f"projects/{project.id}{doc_path}"
-        blobs: Any = self._container.blob_store
+        blobs = self._container.blob_store
         try:
             blobs.put_file(key, path)
             after = path.stat()
@@ -228,7 +228,3 @@ class DropFolderWatcher:
             logger.warning("drop folder: not ingesting %s again: unchanged since its ingestion failed (%s); change "
                            "the file or POST /v1/documents/%s/ingest to retry", path, doc.error, doc.id)
         return True
-
-
-def build(container: Container) -> Any:
-    return DropFolderWatcher(container, container.settings.drop_dir)

@@ -1,5 +1,6 @@
-"""The local pipeline runner: executes :data:`memory_engine.domain.pipeline.PIPELINE` in-process
-with the state machine's semantics.
+"""The local stand-in for Step Functions: executes :data:`memory_engine.domain.pipeline.PIPELINE`
+in-process with the state machine's semantics, invoking the ``functions/ingestion/handler.py``
+attributes with a Lambda-shaped context as Step Functions would.
 
 Same entry routing (S3 event -> Register; prepared DocumentRun -> Extract), same payloads
 between the same handlers, same Retry policies (error name = exception class name, exponential
@@ -28,19 +29,30 @@ from memory_engine.domain.pipeline import (
     Step,
     entry_step,
 )
+from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 
 logger = logging.getLogger(__name__)
+
+#: The ingestion Lambda's code, one handler attribute per task state.
+HANDLER_MODULE = "ingestion/handler"
 
 #: ``invoke(handler_attribute, payload) -> result payload`` (JSON-able dicts, as Lambda sees them).
 StepInvoker = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass
-class RunResult:
+class PipelineResult:
     status: str  # "succeeded" | "unchanged" | "failed"
     state: dict[str, Any]
     error: str | None = None
     seconds_by_step: dict[str, float] = field(default_factory=dict)
+
+
+def invoke_ingestion_handler(attribute: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Call one step's handler in-process, as Step Functions invokes the task's Lambda."""
+    handler = load_handler(HANDLER_MODULE, attribute)
+    result: dict[str, Any] = handler(payload, LocalLambdaContext(function_name=f"memory-engine-ingest-{attribute}"))
+    return result
 
 
 def error_name(exc: BaseException) -> str:
@@ -63,7 +75,7 @@ class PipelineRunner:
     #: Multiplies every retry delay (1.0 = the ASL's own delays).
     retry_delay_scale: float = 1.0
 
-    def run(self, payload: dict[str, Any]) -> RunResult:
+    def run(self, payload: dict[str, Any]) -> PipelineResult:
         state = dict(payload)
         timings: dict[str, float] = {}
         start = PIPELINE.index(entry_step(payload))
@@ -78,11 +90,11 @@ class PipelineRunner:
                 timings[step.name] = time.perf_counter() - began
                 logger.info("ingestion step %s failed: %s", step.name, exc)
                 result = self._call(FAILURE_HANDLER, {**state, FAILURE_FIELD: _failure(exc)})
-                return RunResult("failed", state, error=result.get("error") or str(exc), seconds_by_step=timings)
+                return PipelineResult("failed", state, error=result.get("error") or str(exc), seconds_by_step=timings)
             timings[step.name] = time.perf_counter() - began
             if step.stop_when is not None and state.get(step.stop_when[0]):
-                return RunResult("unchanged", state, seconds_by_step=timings)
-        return RunResult("succeeded", state, seconds_by_step=timings)
+                return PipelineResult("unchanged", state, seconds_by_step=timings)
+        return PipelineResult("succeeded", state, seconds_by_step=timings)
 
     def _call(self, step: Step, payload: dict[str, Any]) -> dict[str, Any]:
         """One task with its Retry list: each policy counts its own attempts (ASL semantics)."""
@@ -145,7 +157,7 @@ class LocalPipelineStarter:
         self._runner = runner
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest",
                                         initializer=thread_initializer)
-        self._runs: OrderedDict[str, Future[RunResult]] = OrderedDict()
+        self._runs: OrderedDict[str, Future[PipelineResult]] = OrderedDict()
         self._lock = threading.Lock()
         self._counter = 0
 
@@ -166,19 +178,19 @@ class LocalPipelineStarter:
             for run_id in [r for r, f in self._runs.items() if f.done()][:excess]:
                 del self._runs[run_id]
 
-    def finished(self, run_id: str) -> RunResult | None:
+    def finished(self, run_id: str) -> PipelineResult | None:
         """The run's result when it has ended, else None. Raises KeyError for an unknown run."""
         future = self._runs[run_id]
         return future.result() if future.done() else None
 
-    def _safe_run(self, payload: dict[str, Any]) -> RunResult:
+    def _safe_run(self, payload: dict[str, Any]) -> PipelineResult:
         try:
             return self._runner.run(payload)
         except Exception as exc:  # mark_failed itself failed: log, the worker must survive
             logger.exception("local ingestion run crashed")
-            return RunResult("failed", payload, error=str(exc))
+            return PipelineResult("failed", payload, error=str(exc))
 
-    def result(self, run_id: str, timeout: float | None = None) -> RunResult:
+    def result(self, run_id: str, timeout: float | None = None) -> PipelineResult:
         """Wait for a run started here. Raises TimeoutError, KeyError."""
         return self._runs[run_id].result(timeout=timeout)
 
