@@ -13,6 +13,7 @@ from psycopg import sql
 
 from memory_engine import constants as c
 from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import set_container
@@ -20,10 +21,10 @@ from memory_engine.domain.auth import Scope
 from memory_engine.local.background import BackgroundService, background_services
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.http_gateway import LocalGateway
-from memory_engine.local.priority import lower_backend_priority
+from memory_engine.local.priority import ForegroundGate, GatedEmbedder, lower_backend_priority
 from memory_engine.local.workers import WorkerPool, default_workers
 from memory_engine.services.keys import create_api_key
-from memory_engine.settings import Settings
+from memory_engine.settings import EmbeddingProvider, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,11 @@ class LocalEngine:
                 # Worker processes serve the API; this process's own connections do background work
                 # (ingestion, extraction, the drop folder), so their backends yield the cores to searches.
                 overrides["database"] = Database(self.database.url, on_connect=lower_backend_priority)
+            wait_s = settings.foreground_wait_ms / 1000
+            gate = ForegroundGate(max_wait_s=wait_s) if workers > 0 and wait_s > 0 else None
+            if gate is not None and settings.embedding_provider is EmbeddingProvider.LOCAL:
+                # the local model's ingestion calls wait for a quiet moment while requests are served
+                overrides["ingestion_embedder"] = GatedEmbedder(OnnxMiniLMEmbedder(threads=1, query_cache_size=0), gate)
             self.container = LocalContainer(settings, dead_letter_folder=self.settings.home / "dead-letters",
                                             **overrides)
             embedder = self.container.embedder
@@ -111,7 +117,7 @@ class LocalEngine:
                 self.pool.start()
                 starter = self.container.pipeline_starter
                 self.pool.relay_pipeline_starts(lambda payload, run_id: starter.start(payload, name=run_id))
-            self.gateway = LocalGateway(self.host, self.port, pool=self.pool)
+            self.gateway = LocalGateway(self.host, self.port, pool=self.pool, gate=gate)
             self.gateway.start()
             return self.gateway.base_url
         except BaseException:

@@ -16,6 +16,7 @@ body over 10 MB (413).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -30,6 +31,7 @@ from memory_engine.local.apigw_events import decode_response, http_api_event
 from memory_engine.local.routing import dispatch, route_matches
 
 if TYPE_CHECKING:
+    from memory_engine.local.priority import ForegroundGate
     from memory_engine.local.workers import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -172,11 +174,13 @@ class _Handler(BaseHTTPRequestHandler):
                 source_ip=self.client_address[0],
             )
             pool: WorkerPool | None = getattr(self.server, "pool", None)
+            gate: ForegroundGate | None = getattr(self.server, "gate", None)
             method = self.command.upper()
-            if pool is None or any(route_matches(r, method, path) for r in PARENT_ROUTES):
-                response = dispatch(event)
-            else:
-                response = pool.invoke(event)
+            with gate.request(method, path) if gate is not None else contextlib.nullcontext():
+                if pool is None or any(route_matches(r, method, path) for r in PARENT_ROUTES):
+                    response = dispatch(event)
+                else:
+                    response = pool.invoke(event)
             status, headers, payload = decode_response(response)
         except Exception:
             logger.exception("local gateway failed")
@@ -203,8 +207,9 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], pool: WorkerPool | None) -> None:
+    def __init__(self, address: tuple[str, int], pool: WorkerPool | None, gate: ForegroundGate | None) -> None:
         self.pool = pool
+        self.gate = gate
         super().__init__(address, _Handler)
 
 
@@ -212,10 +217,12 @@ class LocalGateway:
     """Owns the HTTP server thread. ``start()`` returns once the socket accepts requests.
 
     With ``pool``, requests run in its worker processes; without, in this process one at a time.
+    With ``gate``, every request is counted there while it is served (background work steps aside).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 8787, *, pool: WorkerPool | None = None) -> None:
-        self._server = _Server((host, port), pool)
+    def __init__(self, host: str = "127.0.0.1", port: int = 8787, *, pool: WorkerPool | None = None,
+                 gate: ForegroundGate | None = None) -> None:
+        self._server = _Server((host, port), pool, gate)
         self._thread: threading.Thread | None = None
 
     @property

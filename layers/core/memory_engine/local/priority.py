@@ -10,10 +10,14 @@ an idle-class holder could be starved. On Linux both belong to the thread, not t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+from memory_engine.ports.embedder import Embedder, EmbeddingKind
 
 logger = logging.getLogger(__name__)
 
@@ -52,3 +56,62 @@ def lower_backend_priority(conn: Any, niceness: int = BACKGROUND_NICENESS) -> No
         os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, pid) + niceness))
     except (AttributeError, OSError) as exc:
         logger.debug("could not lower the priority of backend %s: %s", pid, exc)
+
+
+class ForegroundGate:
+    """API requests in flight in the local front door, so background work can step aside.
+
+    A lower CPU priority lets a request preempt ingestion, but a model call already running still
+    shares the machine with it (caches, memory bandwidth, the database). So the ingestion threads
+    also call :meth:`wait_quiet` before each model call: while a request is being served, a new call
+    waits until it ends, at most ``max_wait_s`` (ingestion is never starved: under a steady stream
+    of requests it still makes a call every ``max_wait_s``). Requests that feed ingestion (document
+    creates and uploads) do not count: they are ingestion's own input."""
+
+    def __init__(self, max_wait_s: float = 0.2) -> None:
+        self.max_wait_s = max_wait_s
+        self._active = 0
+        self._quiet = threading.Condition()
+
+    @staticmethod
+    def counts(method: str, path: str) -> bool:
+        """Whether a request is foreground work (anything but creating and uploading documents)."""
+        feeds_ingestion = path.startswith("/v1/local-uploads/") or (
+            method != "GET" and (path == "/v1/documents" or path.startswith("/v1/documents/")))
+        return not feeds_ingestion
+
+    @contextlib.contextmanager
+    def request(self, method: str, path: str) -> Iterator[None]:
+        if not self.counts(method, path):
+            yield
+            return
+        with self._quiet:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._quiet:
+                self._active -= 1
+                if self._active == 0:
+                    self._quiet.notify_all()
+
+    def wait_quiet(self) -> None:
+        with self._quiet:
+            self._quiet.wait_for(lambda: self._active == 0, timeout=self.max_wait_s)
+
+
+class GatedEmbedder(Embedder):
+    """The ingestion embedder, waiting for a quiet moment (:class:`ForegroundGate`) before each
+    model call; otherwise exactly ``inner`` (same calls, same vectors)."""
+
+    def __init__(self, inner: Embedder, gate: ForegroundGate) -> None:
+        super().__init__(query_cache_size=0)
+        self.inner, self.gate = inner, gate
+        self.dimensions, self.model_id, self.batch_size = inner.dimensions, inner.model_id, inner.batch_size
+
+    def _groups(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.inner._groups(texts)
+
+    def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
+        self.gate.wait_quiet()
+        return self.inner._embed_batch(texts, kind)

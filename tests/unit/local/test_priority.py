@@ -1,0 +1,72 @@
+"""The foreground gate: ingestion's model calls step aside while API requests are served."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory_engine.local.priority import ForegroundGate, GatedEmbedder
+from memory_engine.ports.embedder import Embedder, EmbeddingKind
+
+
+class _Recording(Embedder):
+    dimensions = 2
+    model_id = "recording"
+    batch_size = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[float, list[str]]] = []
+
+    def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
+        self.calls.append((time.monotonic(), list(texts)))
+        return [[float(len(t)), 1.0] for t in texts]
+
+
+def test_a_model_call_waits_for_the_request_in_flight_to_end() -> None:
+    gate = ForegroundGate(max_wait_s=5.0)
+    inner = _Recording()
+    gated = GatedEmbedder(inner, gate)
+    ended = threading.Event()
+    finished_at: list[float] = []
+
+    def search() -> None:
+        with gate.request("POST", "/v1/knowledge/search"):
+            ended.wait(5)
+            finished_at.append(time.monotonic())
+
+    request = threading.Thread(target=search)
+    request.start()
+    time.sleep(0.05)
+    embedding = threading.Thread(target=gated.embed_documents, args=(["a", "bb", "ccc"],))
+    embedding.start()
+    time.sleep(0.1)
+    # while the search is served, no model call has started
+    assert inner.calls == []
+    ended.set()
+    request.join(5)
+    embedding.join(5)
+    # then every call ran after it, in the inner model's groups, with the inner model's vectors
+    assert [texts for _, texts in inner.calls] == [["a", "bb"], ["ccc"]]
+    assert all(at >= finished_at[0] for at, _ in inner.calls)
+    assert np.allclose(gated.embed_documents(["bb"])[0], inner.embed_documents(["bb"])[0])
+
+
+def test_ingestion_is_never_starved_and_document_creates_do_not_count() -> None:
+    gate = ForegroundGate(max_wait_s=0.05)
+    inner = _Recording()
+    gated = GatedEmbedder(inner, gate)
+    with gate.request("GET", "/v1/health"):
+        started = time.monotonic()
+        gated.embed_documents(["x"])  # a request that never ends: the call goes ahead after max_wait_s
+        assert 0.04 <= time.monotonic() - started < 1.0
+    for method, path in [("POST", "/v1/documents"), ("POST", "/v1/documents/batch"), ("PUT", "/v1/local-uploads/t")]:
+        assert not gate.counts(method, path)
+        with gate.request(method, path):
+            started = time.monotonic()
+            gated.embed_documents(["y"])
+            assert time.monotonic() - started < 0.04
+    assert gate.counts("GET", "/v1/documents") and gate.counts("POST", "/v1/memory-entries")
