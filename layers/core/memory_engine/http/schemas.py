@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
 from memory_engine.domain.search_models import EpisodeResult, SearchResult, Synthesis
@@ -69,6 +70,20 @@ class MemoryEntryPage(BaseModel):
 class DocumentPage(BaseModel):
     data: list[Document]
     next_cursor: str | None
+
+
+class IngestionRulePage(BaseModel):
+    data: list[IngestionRule]
+    next_cursor: str | None
+
+
+class CallbackReceived(BaseModel):
+    """``accepted``: the pages are delivered and ingestion goes on; ``already_received``: a
+    repeated callback, nothing changed."""
+
+    status: str
+    document_id: str
+    pages: int | None = None
 
 
 class EntryWriteResult(MemoryEntry):
