@@ -20,15 +20,15 @@ from memory_engine.ports.embedder import Embedder
 from memory_engine.settings import DEFAULT_CLIENT_URL, ChatProvider, EmbeddingProvider, Runtime, Settings
 
 if TYPE_CHECKING:
-    from memory_engine.ports.blobs import BlobStore, UploadInbox
     from memory_engine.domain.converter_protocol import CallbackUrls
+    from memory_engine.ports.blobs import BlobStore, UploadInbox
     from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
     from memory_engine.ports.documents import DocumentRepository
-    from memory_engine.ports.ingestion_rules import IngestionRuleRepository
     from memory_engine.ports.entries import EntryRepository, MemoryRepository
     from memory_engine.ports.episodes import EpisodeRepository
     from memory_engine.ports.events import DeadLetterSink, EventPublisher, EventQueue
     from memory_engine.ports.extraction_runs import ExtractionRunRepository
+    from memory_engine.ports.ingestion_rules import IngestionRuleRepository
     from memory_engine.ports.lifecycle import ExpiryRepository, ImportRepository, LifecycleRepository
     from memory_engine.ports.pipeline import PipelineStarter
     from memory_engine.ports.projects import ProjectRepository

@@ -14,9 +14,9 @@ from typing import Any, Literal, cast
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, Field
 
-from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.search_models import EpisodeResult, SearchResult, Synthesis
 from memory_engine.services.ingestion.documents import BatchItem
 from memory_engine.services.write_batch import DeletedItem, EntryBatchItem

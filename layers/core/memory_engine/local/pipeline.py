@@ -56,13 +56,13 @@ def invoke_ingestion_handler(attribute: str, payload: dict[str, Any]) -> dict[st
     return result
 
 
-class TaskTimedOut(Exception):  # noqa: N818 - named as Step Functions names it
+class TaskTimedOut(Exception):
     """A waiting step's timeout passed (the ASL error ``States.Timeout``)."""
 
     states_error = "States.Timeout"
 
 
-class TaskFailed(Exception):  # noqa: N818 - as SendTaskFailure reports it
+class TaskFailed(Exception):
     """The token of a waiting step was failed with ``error`` (e.g. ``ConverterFailed``) and ``cause``."""
 
     def __init__(self, error: str, cause: str) -> None:

@@ -31,7 +31,7 @@ class HttpConverter:
         except urllib.error.HTTPError as exc:
             detail = exc.read(300).decode("utf-8", "replace")
             raise ConverterFailed(f"the converter at {url} answered HTTP {exc.code}: {detail}; check the converter") from exc
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise ConverterFailed(f"the converter at {url} did not answer within {timeout_s:g} s (the rule's timeout_s); "
                                   'answer faster, or answer {"status": "pending"} and deliver the pages to the '
                                   "callback_url") from exc
@@ -39,7 +39,8 @@ class HttpConverter:
             if isinstance(exc.reason, TimeoutError | socket.timeout):
                 raise ConverterFailed(f"the converter at {url} did not answer within {timeout_s:g} s (the rule's "
                                       "timeout_s)") from exc
-            raise ConverterFailed(f"the converter at {url} could not be reached ({exc.reason}); check that it is running") from exc
+            raise ConverterFailed(f"the converter at {url} could not be reached ({exc.reason}); "
+                                  "check that it is running") from exc
         except OSError as exc:
             raise ConverterFailed(f"the converter at {url} failed ({exc}); check the converter") from exc
 

@@ -17,18 +17,19 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.domain.cursor import decode_cursor, next_cursor
 from memory_engine.adapters.postgres.ingestion_rules import list_rules
+from memory_engine.domain.cursor import decode_cursor, next_cursor
 from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkSource, Document, DocumentStatus
 from memory_engine.domain.globs import globs_to_like
-from memory_engine.errors import NotFound
 from memory_engine.domain.ingestion_rules import IngestionRule
+from memory_engine.errors import NotFound
 from memory_engine.ports.documents import IngestDecision, NewDocument
 from memory_engine.ports.embedder import Vector
 
 _COLUMNS = (
     "id, project_id, path, title, content_type, size_bytes, sha256, source_bucket, source_key, tags, metadata,"
-    " chunk_strategy, chunk_size, chunk_overlap, chunk_settings_source, ingestion_rule_id, status, total_pages, total_chunks, indexed_chunks, error,"
+    " chunk_strategy, chunk_size, chunk_overlap, chunk_settings_source, ingestion_rule_id, status, total_pages,"
+    " total_chunks, indexed_chunks, error,"
     " active_generation, ingest_generation, created_at, updated_at"
 )
 _LIVE_STATUSES = (DocumentStatus.PROCESSING.value, DocumentStatus.READY.value)

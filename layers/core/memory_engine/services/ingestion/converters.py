@@ -3,7 +3,7 @@
 * ``http``: the converter protocol (:mod:`memory_engine.domain.converter_protocol`): POST the file
   (inline base64 or a signed download URL) with a signed callback URL; the answer is pages, or
   ``pending`` (the pipeline then waits for the callback, see :mod:`.callbacks`).
-* ``ocr``: the built-in OCR engine of :class:`IngestionPorts` (``ocr``), page by page.
+* ``ocr``: the built-in OCR engine (``ports.ocr``, an :class:`OcrEngine`), page by page.
 
 Every failure is ``ConverterFailed`` with what happened and what to do; the document ends
 ``failed`` with that message.
@@ -14,16 +14,17 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urljoin
 
-from memory_engine.domain.converter_protocol import Pending, parse_answer_bytes
+from memory_engine.domain.converter_protocol import CallbackUrls, Pending, parse_answer_bytes
 from memory_engine.domain.documents import Document, Page
 from memory_engine.domain.ingestion_errors import ConverterFailed
 from memory_engine.domain.ingestion_rules import FileDelivery, HttpConverter, IngestionRule, OcrConverter
-
-if TYPE_CHECKING:
-    from memory_engine.services.ingestion.steps import IngestionPorts
+from memory_engine.ports.blobs import BlobStore
+from memory_engine.ports.conversions import ConversionRepository
+from memory_engine.ports.extractors import Converter
+from memory_engine.ports.ocr import OcrEngine
 
 OCR_NOT_CONFIGURED = ("OCR is not configured: install tesseract-ocr (apt-get install tesseract-ocr) locally, "
                       "or deploy with Textract")
@@ -40,11 +41,26 @@ class ConversionRequest:
     rule: IngestionRule
 
 
+class ConverterPorts(Protocol):
+    """What the converters use (``steps.IngestionPorts`` has all of it)."""
+
+    @property
+    def blobs(self) -> BlobStore: ...
+    @property
+    def converter(self) -> Converter: ...
+    @property
+    def ocr(self) -> OcrEngine | None: ...
+    @property
+    def conversions(self) -> ConversionRepository | None: ...
+    @property
+    def callback_urls(self) -> CallbackUrls | None: ...
+
+
 ConversionResult = list[Page] | Pending
-ConverterFunction = Callable[[ConversionRequest, "IngestionPorts"], ConversionResult]
+ConverterFunction = Callable[[ConversionRequest, ConverterPorts], ConversionResult]
 
 
-def convert(request: ConversionRequest, ports: IngestionPorts) -> ConversionResult:
+def convert(request: ConversionRequest, ports: ConverterPorts) -> ConversionResult:
     """The pages of the file, or :class:`Pending`. Raises ConverterFailed."""
     handler = CONVERTERS.get(request.rule.converter.type)
     if handler is None:  # a type the rules API accepted but this engine cannot run
@@ -53,7 +69,7 @@ def convert(request: ConversionRequest, ports: IngestionPorts) -> ConversionResu
     return handler(request, ports)
 
 
-def _http(request: ConversionRequest, ports: IngestionPorts) -> ConversionResult:
+def _http(request: ConversionRequest, ports: ConverterPorts) -> ConversionResult:
     spec = request.rule.converter
     assert isinstance(spec, HttpConverter)
     doc = request.document
@@ -77,7 +93,7 @@ def _http(request: ConversionRequest, ports: IngestionPorts) -> ConversionResult
     return parse_answer_bytes(raw, source=f"the converter at {spec.url}")
 
 
-def _ocr(request: ConversionRequest, ports: IngestionPorts) -> ConversionResult:
+def _ocr(request: ConversionRequest, ports: ConverterPorts) -> ConversionResult:
     assert isinstance(request.rule.converter, OcrConverter)
     if ports.ocr is None:
         raise ConverterFailed(OCR_NOT_CONFIGURED)

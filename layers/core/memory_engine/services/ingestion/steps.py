@@ -25,10 +25,10 @@ from memory_engine.domain.documents import (
     MAX_DOCUMENT_BYTES,
     Chunk,
     ChunkBatchRef,
-    ConversionWait,
     ChunkSettings,
     ChunkSource,
     ChunkStrategy,
+    ConversionWait,
     Document,
     DocumentRun,
     EmbedBatchInput,
@@ -49,15 +49,15 @@ from memory_engine.domain.ingestion_errors import (
     TooLarge,
     UnsupportedContentType,
 )
-from memory_engine.domain.pipeline import CONTENT_ERRORS
 from memory_engine.domain.ingestion_rules import IngestionRule
+from memory_engine.domain.pipeline import CONTENT_ERRORS
 from memory_engine.domain.validation import scrub_text
 from memory_engine.errors import MemoryEngineError, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStore
 from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
 from memory_engine.ports.documents import DocumentRepository, NewDocument
-from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extractors import Converter, Extractor
 from memory_engine.ports.ocr import OcrEngine
 from memory_engine.ports.projects import ProjectRepository
@@ -249,7 +249,7 @@ def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPor
     return pages
 
 
-class ConversionPending(Exception):  # noqa: N818 - control flow, not an error
+class ConversionPending(Exception):
     """The converter answered ``pending``: the pages come through its callback."""
 
     def __init__(self, wait: ConversionWait) -> None:
