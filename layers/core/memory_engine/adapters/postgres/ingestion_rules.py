@@ -45,8 +45,8 @@ class PostgresIngestionRuleRepository:
         self._db = database
 
     def create(self, project_id: str, fields: IngestionRuleFields) -> IngestionRule:
-        try:
-            with self._db.connection() as conn:
+        with self._db.connection() as conn:
+            try:
                 row = conn.execute(
                     f"""INSERT INTO ingestion_rules (id, project_id, content_type_glob, converter, converter_url,
                             native_extraction, file_delivery, chunk_strategy, chunk_size, chunk_overlap)
@@ -55,9 +55,11 @@ class PostgresIngestionRuleRepository:
                         RETURNING {_COLUMNS}""",  # noqa: S608 - fixed column list
                     {"id": ids.new_id(ids.RULE), "p": project_id, **_values(fields)},
                 ).fetchone()
-        except psycopg.errors.UniqueViolation as exc:
-            raise self._duplicate(fields) from exc
-        assert row is not None
+            except psycopg.errors.UniqueViolation:
+                conn.rollback()
+                row = None
+        if row is None:
+            raise self._duplicate(fields)
         return rule_from_row(row)
 
     def get(self, project_id: str, rule_id: str) -> IngestionRule:
@@ -80,8 +82,8 @@ class PostgresIngestionRuleRepository:
         return int(row["n"]) if row else 0
 
     def replace(self, project_id: str, rule_id: str, fields: IngestionRuleFields) -> IngestionRule:
-        try:
-            with self._db.connection() as conn:
+        with self._db.connection() as conn:
+            try:
                 row = conn.execute(
                     f"""UPDATE ingestion_rules SET content_type_glob = %(glob)s, converter = %(converter)s,
                             converter_url = %(url)s, native_extraction = %(native)s, file_delivery = %(delivery)s,
@@ -90,8 +92,9 @@ class PostgresIngestionRuleRepository:
                         WHERE project_id = %(p)s AND id = %(id)s RETURNING {_COLUMNS}""",  # noqa: S608 - fixed column list
                     {"id": rule_id, "p": project_id, **_values(fields)},
                 ).fetchone()
-        except psycopg.errors.UniqueViolation as exc:
-            raise self._duplicate(fields) from exc
+            except psycopg.errors.UniqueViolation:
+                conn.rollback()
+                raise self._duplicate(fields) from None
         if row is None:
             raise NotFound(f"ingestion rule {rule_id} not found")
         return rule_from_row(row)
