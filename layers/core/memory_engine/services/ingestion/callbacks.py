@@ -105,6 +105,8 @@ def receive_callback(ports: IngestionPorts, token: str, body: bytes) -> Callback
                                           error=error)
     if delivered is None:  # a concurrent callback won
         return CallbackReceipt("already_received", doc.id)
+    if delivered.total_pages is not None:
+        ports.documents.set_progress(doc.project_id, doc.id, grant.generation, total_pages=delivered.total_pages)
     if delivered.task_token and ports.task_callbacks is not None:
         run = DocumentRun(project_id=doc.project_id, document_id=doc.id, generation=grant.generation)
         resume(delivered, run, ports.task_callbacks, delivered.task_token)
