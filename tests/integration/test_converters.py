@@ -79,7 +79,7 @@ def test_a_synchronous_converter_makes_an_unreadable_type_searchable(
     # Given a rule routing audio/* to a converter that answers pages at once, with an auth header
     rule = _rule(admin, "audio/*", converter.url("/sync"), converter={"headers": {"X-Api-Key": "s3cret"}})
     # When a "recording" (its transcript, two pages) is ingested
-    data = "the lighthouse keeper logs the storm\fthe ferry leaves at dawn".encode()
+    data = b"the lighthouse keeper logs the storm\fthe ferry leaves at dawn"
     result = upload_and_ingest(container, project_id, "/audio/log.ogg", data, content_type="audio/ogg")
     # Then the converter got the protocol's request
     assert result.status == "succeeded", result.error

@@ -58,7 +58,7 @@ def converter_service() -> Iterator[ConverterService]:
     service: ConverterService
 
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             return None
 
         def _answer(self, status: int, body: bytes, content_type: str = "application/json") -> None:
@@ -71,7 +71,7 @@ def converter_service() -> Iterator[ConverterService]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the engine gave up reading (size cap, timeout)
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             request = {"path": self.path, "headers": dict(self.headers.items()), "body": json.loads(raw)}
             service.requests.append(request)
