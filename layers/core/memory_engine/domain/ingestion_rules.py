@@ -37,7 +37,8 @@ MAX_HEADER_VALUE_CHARS = 4096
 MAX_URL_CHARS = 2048
 #: How long the engine waits for a converter's synchronous answer, by default and at most.
 DEFAULT_CONVERTER_TIMEOUT_S = 60.0
-MAX_CONVERTER_TIMEOUT_S = 600.0
+#: below the Extract function's 5-minute Lambda timeout (and the Express machine's 5-minute limit)
+MAX_CONVERTER_TIMEOUT_S = 240.0
 MAX_RULES_PER_PROJECT = 100
 
 

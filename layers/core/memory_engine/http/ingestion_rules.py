@@ -25,7 +25,7 @@ router = Router()
 _FIELDS = (
     "`content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most "
     "specific matching glob wins (fewest wildcards, then the longest literal). `converter` is "
-    "`{type: \"http\", url, headers?, timeout_s? (default 60, at most 600)}` (your service, see docs/ingestion.md "
+    "`{type: \"http\", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md "
     "for the protocol) or `{type: \"ocr\"}` (the built-in OCR). `native_extraction`: `first` (default: the native "
     "extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or "
     "`download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` "
