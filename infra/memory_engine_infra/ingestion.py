@@ -197,7 +197,12 @@ class Ingestion(Construct):
         self.state_machine.grant_start_execution(self.express_state_machine)
         for handler, function in self.functions.items():
             if STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS).resumes:
-                self.state_machine.grant_task_response(function)
+                # a policy of its own, not the function's default one: the machine invokes this function,
+                # so the function must not wait for a policy that names the machine (a dependency cycle)
+                assert function.role is not None
+                iam.Policy(self, f"{handler.title().replace('_', '')}ResumesRuns", roles=[function.role], statements=[
+                    iam.PolicyStatement(actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+                                        resources=[self.state_machine.state_machine_arn])])
         ack(self.express_state_machine, "AwsSolutions-SF1",
             "The Express machine for small documents logs ERROR events only: each document's outcome (status, "
             "error) is recorded in the database by the pipeline itself, and logging ALL events would cost about as "

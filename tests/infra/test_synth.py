@@ -341,6 +341,47 @@ def test_the_standard_machine_waits_for_the_converter_callback_with_a_task_token
     assert started == [{"Ref": by_kind["STANDARD"][0]}]
 
 
+def test_the_ingestion_resources_have_no_dependency_cycle(synthesized: Synthesized) -> None:
+    """CloudFormation refuses a cycle, e.g. a step function whose default policy names the machine that
+    invokes it (AwaitConversion resumes runs of that machine: its policy is a separate one)."""
+    resources = {k: v for k, v in synthesized.template["Resources"].items() if k.startswith("Ingestion")}
+
+    def references(value: Any) -> set[str]:
+        found: set[str] = set()
+        if isinstance(value, dict):
+            if isinstance(value.get("Ref"), str):
+                found.add(value["Ref"])
+            if isinstance(value.get("Fn::GetAtt"), list):
+                found.add(value["Fn::GetAtt"][0])
+            if "Fn::Sub" in value:
+                found.update(re.findall(r"\$\{([A-Za-z0-9]+)[.}]", json.dumps(value["Fn::Sub"])))
+            for item in value.values():
+                found |= references(item)
+        elif isinstance(value, list):
+            for item in value:
+                found |= references(item)
+        return found
+
+    graph: dict[str, set[str]] = {}
+    for logical_id, resource in resources.items():
+        depends = resource.get("DependsOn", [])
+        depends = [depends] if isinstance(depends, str) else depends
+        graph[logical_id] = (references(resource.get("Properties", {})) | set(depends)) & set(resources)
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        if state.get(node) == 2:
+            return
+        assert state.get(node) != 1, " -> ".join([*path, node])
+        state[node] = 1
+        for nxt in graph[node]:
+            visit(nxt, [*path, node])
+        state[node] = 2
+
+    for node in graph:
+        visit(node, [])
+
+
 def test_only_the_callback_route_and_await_conversion_resume_waiting_runs(synthesized: Synthesized) -> None:
     standard = machines(synthesized)["STANDARD"][0]
     for name, (logical_id, _) in functions_by_handler(synthesized).items():
