@@ -7,7 +7,10 @@ protocol tests. Each path behaves one way:
 * ``/garbage``: answers an HTML page (not JSON);
 * ``/not-pages``: answers JSON without pages;
 * ``/huge``: answers JSON larger than the engine's cap;
-* ``/fail``: answers HTTP 500 with a message.
+* ``/fail``: answers HTTP 500 with a message;
+* ``/deferred``: answers ``pending``, then (on its own thread, as a real converter would) fetches the
+  file (from the ``download_url`` when the rule asks for one) and POSTs its pages to ``callback_url``;
+  ``callbacks`` records what the engine answered.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import base64
 import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +36,7 @@ class ConverterService:
     requests: list[dict[str, Any]] = field(default_factory=list)
     slow_seconds: float = 3.0
     arrived: threading.Event = field(default_factory=threading.Event)
+    callbacks: list[tuple[int, Any]] = field(default_factory=list)
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -51,6 +57,24 @@ def pages_of(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The converted pages of a request with an inline (base64) file."""
     text = base64.b64decode(request["body"]["file"]).decode("utf-8", "replace")
     return [{"page": i, "text": f"converted {part}"} for i, part in enumerate(text.split("\f"), start=1)]
+
+
+def _deliver_later(service: ConverterService, request: dict[str, Any]) -> None:
+    """Fetch the file, convert it, POST the pages to the callback URL (over HTTP, no API key)."""
+    body = request["body"]
+    if body["file_delivery"] == "download_url":
+        with urllib.request.urlopen(body["file"], timeout=30) as response:  # noqa: S310 - the engine's URL
+            text = response.read().decode("utf-8", "replace")
+    else:
+        text = base64.b64decode(body["file"]).decode("utf-8", "replace")
+    pages = [{"page": i, "text": f"converted {part}"} for i, part in enumerate(text.split("\f"), start=1)]
+    callback = urllib.request.Request(body["callback_url"], data=json.dumps({"pages": pages}).encode(),  # noqa: S310
+                                      method="POST", headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(callback, timeout=30) as response:  # noqa: S310 - the engine's URL
+            service.callbacks.append((response.status, json.loads(response.read())))
+    except urllib.error.HTTPError as error:
+        service.callbacks.append((error.code, json.loads(error.read() or b"null")))
 
 
 @contextmanager
@@ -79,6 +103,9 @@ def converter_service() -> Iterator[ConverterService]:
                 self._answer(200, json.dumps({"pages": pages_of(request)}).encode())
             elif self.path == "/pending":
                 self._answer(202, b'{"status": "pending"}')
+            elif self.path == "/deferred":
+                self._answer(202, b'{"status": "pending"}')
+                threading.Thread(target=_deliver_later, args=(service, request), daemon=True).start()
             elif self.path == "/slow":
                 time.sleep(service.slow_seconds)
                 self._answer(200, json.dumps({"pages": pages_of(request)}).encode())
