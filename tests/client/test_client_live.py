@@ -340,7 +340,7 @@ def test_ingestion_rules_and_a_deferred_converter_over_http(engine: RunningEngin
         assert admin.get_ingestion_rule(rule.id).content_type_glob == "application/x-logbook"
         with pytest.raises(UnprocessableEntityError):
             admin.create_ingestion_rule("not a glob", {"type": "ocr"})
-        upload = admin.upload_document("/logs/voyage.log", "gale from the north west\fanchored in the bay".encode(),
+        upload = admin.upload_document("/logs/voyage.log", b"gale from the north west\fanchored in the bay",
                                        content_type="application/x-logbook")
         deadline = datetime.now(UTC) + timedelta(seconds=60)
         doc = next(d for d in admin.iter_documents(path_prefix="/logs/"))
