@@ -35,7 +35,7 @@ class LocalContainer(Container):
     def pipeline_runner(self) -> PipelineRunner:
         """The ingestion state machine, run in-process on the Lambda handlers; a run awaiting a
         converter's callback polls the database (the callback may reach another process)."""
-        return PipelineRunner(invoke=invoke_ingestion_handler, wait_for_token=ConversionWaiter(self.conversions))
+        return PipelineRunner(invoke=invoke_ingestion_handler, wait_for_token=ConversionWaiter(lambda: self.conversions))
 
     @cached_property
     def task_callbacks(self) -> TaskCallbacks:
