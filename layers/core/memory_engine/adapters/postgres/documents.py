@@ -145,7 +145,8 @@ class PostgresDocumentRepository:
                     RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (ids.new_id(ids.DOCUMENT), project_id, new.path, new.title, new.content_type, list(new.tags),
                  Jsonb(new.metadata) if new.metadata is not None else None, settings.strategy.value, settings.size,
-                 settings.overlap, new.chunk_settings_source or "default", new.source_bucket, new.source_key,
+                 settings.overlap, new.chunk_settings_source or ("request" if new.chunk_settings else "default"),
+                 new.source_bucket, new.source_key,
                  bool(new.tags), *([new.chunk_settings is not None] * 4)),
             ).fetchone()
         assert row is not None
