@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memory_engine.errors import InvalidInput
+
 MAX_PATTERNS = 50
 MAX_PATTERN_CHARS = 128
 
@@ -67,6 +69,14 @@ def parse_globs(raw: str | Iterable[str] | None) -> list[str]:
     if len(patterns) > MAX_PATTERNS:
         raise ValueError(f"at most {MAX_PATTERNS} tag patterns")
     return patterns
+
+
+def tag_filter(raw: str | Iterable[str] | None) -> list[str]:
+    """The ``tags`` filter of a list request (:func:`parse_globs`); raises InvalidInput (422)."""
+    try:
+        return parse_globs(raw)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), details=[{"field": "tags"}]) from exc
 
 
 def globs_to_like(patterns: Iterable[str]) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memory_engine.domain.entities import anchor_name
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.validation import StoredJson, Text, Timestamp
 from memory_engine.domain.vectors import Vector
@@ -107,11 +108,8 @@ class MemoryResult(_Result):
 
     @property
     def anchor(self) -> str | None:
-        """The entity this fact is about: its subject entity, else its first entity."""
-        for link in self.entities:
-            if link.role == "subject":
-                return link.name
-        return self.entities[0].name if self.entities else None
+        """The entity this fact is about (:func:`memory_engine.domain.entities.anchor_name`)."""
+        return anchor_name(self.entities)
 
 
 class DocumentResult(_Result):
