@@ -106,7 +106,8 @@ def entry_from_row(row: dict[str, Any]) -> MemoryEntry:
     return MemoryEntry(**{k: v for k, v in row.items() if k != "similarity"})
 
 
-def _vector_text(vector: Vector | None) -> str | None:
+def vector_text(vector: Sequence[float] | Vector | None) -> str | None:
+    """A vector as pgvector's text input (for ``unnest(text[])::vector`` and ``%s::vector``)."""
     if vector is None:
         return None
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
@@ -119,7 +120,7 @@ def entity_params(project_id: str, links: Sequence[NewEntityLink], vectors: Enti
         "ent_keys": [link.key for link in links],
         "ent_displays": [link.display_name for link in links],
         "ent_types": [link.type for link in links],
-        "ent_vecs": [_vector_text(vectors.by_key.get(link.key)) for link in links],
+        "ent_vecs": [vector_text(vectors.by_key.get(link.key)) for link in links],
         "ent_roles": [link.role for link in links],
     }
 
