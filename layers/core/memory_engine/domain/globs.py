@@ -15,22 +15,21 @@ MAX_PATTERNS = 50
 MAX_PATTERN_CHARS = 128
 
 
-def glob_to_like(pattern: str) -> str:
-    """A LIKE pattern (escape character backslash, PostgreSQL's default) matching ``pattern``.
+#: LIKE's special characters escaped (escape character backslash, PostgreSQL's default) ...
+_LITERAL = str.maketrans({"%": "\\%", "_": "\\_", "\\": "\\\\"})
+#: ... and a glob's wildcards as LIKE writes them.
+_LIKE = _LITERAL | str.maketrans({"*": "%", "?": "_"})
 
-    ``%``, ``_`` and ``\\`` in the glob are literal.
-    """
-    out = []
-    for ch in pattern:
-        if ch == "*":
-            out.append("%")
-        elif ch == "?":
-            out.append("_")
-        elif ch in ("%", "_", "\\"):
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+
+def glob_to_like(pattern: str) -> str:
+    """A LIKE pattern matching ``pattern`` (``*`` any run, ``?`` one character); ``%``, ``_`` and
+    ``\\`` in the glob are literal."""
+    return pattern.translate(_LIKE)
+
+
+def prefix_to_like(prefix: str) -> str:
+    """A LIKE pattern matching every string that starts with ``prefix`` (taken literally)."""
+    return prefix.translate(_LITERAL) + "%"
 
 
 def glob_to_regex(pattern: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -10,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory_engine.domain.entities import anchor_name
+from memory_engine.domain.globs import glob_to_like, prefix_to_like
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.validation import StoredJson, Text, Timestamp
 from memory_engine.domain.vectors import Vector
@@ -164,16 +164,6 @@ class SearchResponse(BaseModel):
 
 
 # --- scopes handed to the search index (already validated, always with a project) ---
-
-
-def glob_to_like(pattern: str) -> str:
-    """A tag glob (``*`` any run, ``?`` one character) as a SQL LIKE pattern (escape ``\\``)."""
-    escaped = re.sub(r"([\\%_])", r"\\\1", pattern)
-    return escaped.replace("*", "%").replace("?", "_")
-
-
-def prefix_to_like(prefix: str) -> str:
-    return re.sub(r"([\\%_])", r"\\\1", prefix) + "%"
 
 
 @dataclass(frozen=True)

@@ -76,13 +76,8 @@ def _config_for(request: SearchRequest, config: SearchConfig) -> SearchConfig:
 
 
 def search_knowledge(
-    index: KnowledgeIndex,
-    embedder: Embedder,
-    *,
-    project_id: str,
-    request: SearchRequest,
-    config: SearchConfig = HYBRID,
-    chat: ChatModel | None = None,
+    index: KnowledgeIndex, embedder: Embedder, *, project_id: str, request: SearchRequest,
+    config: SearchConfig = HYBRID, chat: ChatModel | None = None,
 ) -> SearchResponse:
     """Run one search (SPEC "Retrieval") within ``project_id``.
 

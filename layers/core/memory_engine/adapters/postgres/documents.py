@@ -20,7 +20,7 @@ from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.paging import newest_first
 from memory_engine.domain.cursor import decode_cursor
 from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkStrategy, Document, DocumentStatus
-from memory_engine.domain.globs import globs_to_like
+from memory_engine.domain.globs import globs_to_like, prefix_to_like
 from memory_engine.errors import NotFound
 from memory_engine.ports.documents import IngestDecision, IngestionRule, NewDocument
 from memory_engine.ports.embedder import Vector
@@ -82,7 +82,7 @@ class PostgresDocumentRepository:
         params: dict[str, Any] = {"p": project_id}
         if path_prefix:
             where.append("path LIKE %(prefix)s")
-            params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            params["prefix"] = prefix_to_like(path_prefix)
         if tags:
             where.append("EXISTS (SELECT 1 FROM unnest(tags) t WHERE t LIKE ANY(%(tags)s))")
             params["tags"] = globs_to_like(tags)

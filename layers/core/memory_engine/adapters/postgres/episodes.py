@@ -54,15 +54,12 @@ class PostgresEpisodeRepository:
                     "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
                 },
             ).fetchone()
-            if row is not None:
-                return _episode(row), True
-            existing = conn.execute(
-                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (episode.project_id, episode.event_id),
-            ).fetchone()
+        if row is not None:
+            return _episode(row), True
+        existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
         if existing is None:
             raise NotFound(f"memory {episode.memory_id} not found")
-        return _episode(existing), False
+        return existing, False
 
     def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None:
         with self._db.connection() as conn:
@@ -76,7 +73,7 @@ class PostgresEpisodeRepository:
     def get_by_event(self, project_id: str, event_id: str) -> Episode | None:
         return self._one_by("event_id", project_id, event_id)
 
-    def _one_by(self, column: str, project_id: str, value: str) -> Episode | None:
+    def _one_by(self, column: str, project_id: str, value: str | None) -> Episode | None:
         row = self._db.fetch_one(f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND {column} = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                                  (project_id, value))
         return _episode(row) if row else None

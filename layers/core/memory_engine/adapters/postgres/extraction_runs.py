@@ -54,13 +54,9 @@ class PostgresExtractionRunRepository:
             if row is not None:
                 outcome = ClaimOutcome.STARTED if row["inserted"] else ClaimOutcome.RETRYING
                 return RunClaim(outcome, _run(row))
-            existing = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (key.project_id, key.event_id),
-            ).fetchone()
-        if existing is None:
+        run = self.get_by_event(key.project_id, key.event_id)  # the claim matched nothing: who holds it?
+        if run is None:
             raise NotFound(f"memory {key.memory_id} not found in project {key.project_id}")
-        run = _run(existing)
         if run.status == "completed":
             return RunClaim(ClaimOutcome.ALREADY_COMPLETED, run)
         if run.status == "failed" or run.updated_at < datetime.now(UTC) - stale_after:

@@ -13,7 +13,7 @@ import psycopg
 
 from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.search_sql import Params, Row, Scoring, SearchTable
-from memory_engine.domain.search_models import DocumentScope, ScoredKeys, SignalQuery
+from memory_engine.domain.search_models import DocumentScope
 from memory_engine.domain.vectors import Vector
 
 SOURCE: Final = "document"
@@ -54,27 +54,17 @@ def scope_params(project_id: str, scope: DocumentScope) -> Params:
     }
 
 
-def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope) -> tuple[int, float]:
-    """``(N, avgdl)`` of the scope for BM25: searchable chunks and their mean ``length(search_tsv)``."""
-    return search_sql.scope_size(conn, CHUNKS, scope_sql(scope), scope_params(project_id, scope))
-
-
-def vector(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery) -> ScoredKeys:
-    """The nearest searchable chunks with their cosine similarity, best first."""
-    return search_sql.vector(conn, CHUNKS, scope_sql(scope), scope_params(project_id, scope), q)
-
-
-def keyword(
-    conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, q: SignalQuery, stats: tuple[int, float]
-) -> ScoredKeys:
-    """The best searchable chunks by BM25, with their scores and the query's idf map."""
+def _project_hits(scope: DocumentScope) -> tuple[str, str] | None:
     # The whole project's documents: rows are found and counted on the chunk table alone, and the
     # document's state (ready, active generation) is checked for the best of them only.
-    narrow = bool(scope.document_ids or scope.path_patterns)
-    return search_sql.keyword(
-        conn, CHUNKS, scope_sql(scope), scope_params(project_id, scope), q, stats,
-        hits_from=None if narrow else "document_chunks c", hits_scope=None if narrow else "c.project_id = %(project_id)s",
-    )
+    if scope.document_ids or scope.path_patterns:
+        return None
+    return "document_chunks c", "c.project_id = %(project_id)s"
+
+
+#: Vector, keyword and the scope's BM25 statistics over the searchable chunks in scope.
+SIGNALS: Final = search_sql.ScopedSignals[DocumentScope](CHUNKS, scope_sql, scope_params, _project_hits)
+scope_size, vector, keyword = SIGNALS.scope_size, SIGNALS.vector, SIGNALS.keyword
 
 
 def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embedding: Vector | None) -> list[Row]:

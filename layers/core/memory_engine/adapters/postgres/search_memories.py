@@ -14,7 +14,7 @@ import psycopg
 from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
 from memory_engine.adapters.postgres.search_sql import Params, Row, Scoring, SearchTable
-from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKeys, SignalQuery
+from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 from memory_engine.domain.vectors import Vector
 
 SOURCE: Final = "memory"
@@ -79,21 +79,9 @@ def scope_params(project_id: str, scope: MemoryScope) -> Params:
     }
 
 
-def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope) -> tuple[int, float]:
-    """``(N, avgdl)`` of the scope for BM25: live facts and their mean ``length(search_tsv)``."""
-    return search_sql.scope_size(conn, FACTS, scope_sql(scope), scope_params(project_id, scope))
-
-
-def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> ScoredKeys:
-    """The nearest live facts with their cosine similarity, best first."""
-    return search_sql.vector(conn, FACTS, scope_sql(scope), scope_params(project_id, scope), q)
-
-
-def keyword(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, stats: tuple[int, float]
-) -> ScoredKeys:
-    """The best live facts by BM25 (:mod:`bm25`), with their scores and the query's idf map."""
-    return search_sql.keyword(conn, FACTS, scope_sql(scope), scope_params(project_id, scope), q, stats)
+#: Vector, keyword and the scope's BM25 statistics over the live facts in scope.
+SIGNALS: Final = search_sql.ScopedSignals[MemoryScope](FACTS, scope_sql, scope_params)
+scope_size, vector, keyword = SIGNALS.scope_size, SIGNALS.vector, SIGNALS.keyword
 
 
 def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:

@@ -13,18 +13,19 @@ acknowledgements.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import psycopg
 
 from memory_engine.adapters.postgres import bm25
-from memory_engine.domain.search_models import ResultKey, ScoredKeys, SignalQuery, SourceType
+from memory_engine.domain.search_models import DocumentScope, MemoryScope, ResultKey, ScoredKeys, SignalQuery, SourceType
 from memory_engine.domain.vectors import Vector
 
 Params = dict[str, Any]
 Row = dict[str, Any]
+Scope = TypeVar("Scope", MemoryScope, DocumentScope)
 
 #: The no-embedding entity ordering ORs the query's lexemes minus those in more than this share
 #: of the rows (planner statistics): they rank nothing.
@@ -120,6 +121,34 @@ def keyword(
 def scope_size(conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params) -> tuple[int, float]:
     """``(N, avgdl)`` of the scope for BM25: its rows and their mean ``length(search_tsv)``."""
     return bm25.scope_stats(conn, alias=table.alias, from_sql=table.from_sql, scope_sql=where, params=params)
+
+
+@dataclass(frozen=True)
+class ScopedSignals(Generic[Scope]):
+    """The signals both sources run alike, over one source's table and scope filter
+    (``where(scope)`` and the ``params(project_id, scope)`` it names). ``hits`` may give a
+    cheaper superset of the scope to find keyword hits by (:func:`bm25.keyword_sql`)."""
+
+    table: SearchTable
+    where: Callable[[Scope], str]
+    params: Callable[[str, Scope], Params]
+    hits: Callable[[Scope], tuple[str, str] | None] = lambda scope: None
+
+    def scope_size(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope) -> tuple[int, float]:
+        """``(N, avgdl)`` of the scope for BM25: its rows and their mean ``length(search_tsv)``."""
+        return scope_size(conn, self.table, self.where(scope), self.params(project_id, scope))
+
+    def vector(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery) -> ScoredKeys:
+        """The nearest rows in scope with their cosine similarity, best first."""
+        return vector(conn, self.table, self.where(scope), self.params(project_id, scope), q)
+
+    def keyword(
+        self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: tuple[int, float]
+    ) -> ScoredKeys:
+        """The best rows in scope by BM25, with their scores and the query's idf map."""
+        hits_from, hits_scope = self.hits(scope) or (None, None)
+        return keyword(conn, self.table, self.where(scope), self.params(project_id, scope), q, stats,
+                       hits_from=hits_from, hits_scope=hits_scope)
 
 
 # --- rows ------------------------------------------------------------------------------------
