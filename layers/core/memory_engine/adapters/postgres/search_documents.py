@@ -12,7 +12,7 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import search_sql
-from memory_engine.adapters.postgres.search_sql import Params, Row, Scoring, SearchTable
+from memory_engine.adapters.postgres.search_sql import Params, Row, SearchTable
 from memory_engine.domain.search_models import DocumentScope
 from memory_engine.domain.vectors import Vector
 
@@ -62,9 +62,6 @@ def _project_hits(scope: DocumentScope) -> tuple[str, str] | None:
     return "document_chunks c", "c.project_id = %(project_id)s"
 
 
-#: Vector, keyword and the scope's BM25 statistics over the searchable chunks in scope.
-SIGNALS: Final = search_sql.ScopedSignals[DocumentScope](CHUNKS, scope_sql, scope_params, _project_hits)
-scope_size, vector, keyword = SIGNALS.scope_size, SIGNALS.vector, SIGNALS.keyword
 
 
 def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embedding: Vector | None) -> list[Row]:
@@ -85,17 +82,13 @@ _PREVIOUS = (
 )
 
 
-def candidate_rows(
-    conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, ids: list[str], top: list[str], *,
-    window: int, scoring: Scoring,
-) -> list[Row]:
-    """What fusion reads of the chunks ``ids`` and of the chunks within ``window`` of each of
-    ``top`` in its document: ``similarity``, ``bm25`` and ``prev_ids`` (the chunks before it,
-    nearest first). Chunks out of scope are dropped."""
-    return search_sql.candidate_rows(
-        conn, CHUNKS, scope_sql(scope), scope_params(project_id, scope), ids=ids, top=top, window=window,
-        scoring=scoring, neighbours=_NEIGHBOURS, columns=_PREVIOUS,
-    )
+#: The signals, statistics and candidate reads over the searchable chunks in scope.
+CHUNKS_IN_SCOPE: Final = search_sql.ScopedSource[DocumentScope](
+    CHUNKS, scope_sql, scope_params, neighbours=lambda scope: _NEIGHBOURS, columns=lambda scope: _PREVIOUS,
+    hits=_project_hits,
+)
+scope_size, vector, keyword = CHUNKS_IN_SCOPE.scope_size, CHUNKS_IN_SCOPE.vector, CHUNKS_IN_SCOPE.keyword
+candidate_rows = CHUNKS_IN_SCOPE.candidate_rows
 
 
 def ordered_rows(conn: psycopg.Connection[Any], project_id: str, scope: DocumentScope, limit: int) -> list[Row]:

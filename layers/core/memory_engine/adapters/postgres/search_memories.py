@@ -13,7 +13,7 @@ import psycopg
 
 from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
-from memory_engine.adapters.postgres.search_sql import Params, Row, Scoring, SearchTable
+from memory_engine.adapters.postgres.search_sql import Params, Row, SearchTable
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 from memory_engine.domain.vectors import Vector
 
@@ -79,9 +79,6 @@ def scope_params(project_id: str, scope: MemoryScope) -> Params:
     }
 
 
-#: Vector, keyword and the scope's BM25 statistics over the live facts in scope.
-SIGNALS: Final = search_sql.ScopedSignals[MemoryScope](FACTS, scope_sql, scope_params)
-scope_size, vector, keyword = SIGNALS.scope_size, SIGNALS.vector, SIGNALS.keyword
 
 
 def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:
@@ -287,25 +284,29 @@ _SUBJECTS = (
 )
 
 
-def candidate_rows(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, ids: list[str], top: list[str], *,
-    window: int, scoring: Scoring,
-) -> list[Row]:
-    """What fusion reads of the facts ``ids`` and of the conversation neighbours (``window`` each
-    side) of ``top``: ``similarity`` (cosine), ``bm25`` (under ``idfs``), ``prev_ids`` (up to
-    ``window`` live entries before it in its conversation, nearest first), ``subjects`` (its
-    subject entities' normalized names) and ``valid_from``. Rows out of scope are dropped."""
-    neighbours = (
+def _neighbours(scope: MemoryScope) -> str:
+    """The live entries within ``%(window)s`` of each of ``%(top)s`` in its conversation."""
+    return (
         " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
         " WHERE c.id = ANY(%(top)s::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
     )
+
+
+def _candidate_columns(scope: MemoryScope) -> str:
+    """``valid_from``, ``prev_ids`` (up to ``%(window)s`` live entries before it in its
+    conversation, nearest first) and ``subjects``."""
     before = _neighbour_sql("e", "p", scope, "<")
     prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END AS prev_ids"
-    return search_sql.candidate_rows(
-        conn, FACTS, scope_sql(scope), scope_params(project_id, scope), ids=ids, top=top, window=window,
-        scoring=scoring, neighbours=neighbours, columns=f"e.valid_from, {prev}, {_SUBJECTS}",
-    )
+    return f"e.valid_from, {prev}, {_SUBJECTS}"
+
+
+#: The signals, statistics and candidate reads over the live facts in scope.
+FACTS_IN_SCOPE: Final = search_sql.ScopedSource[MemoryScope](
+    FACTS, scope_sql, scope_params, neighbours=_neighbours, columns=_candidate_columns,
+)
+scope_size, vector, keyword = FACTS_IN_SCOPE.scope_size, FACTS_IN_SCOPE.vector, FACTS_IN_SCOPE.keyword
+candidate_rows = FACTS_IN_SCOPE.candidate_rows
 
 
 def episode_rows(

@@ -124,14 +124,30 @@ def scope_size(conn: psycopg.Connection[Any], table: SearchTable, where: str, pa
 
 
 @dataclass(frozen=True)
-class ScopedSignals(Generic[Scope]):
-    """The signals both sources run alike, over one source's table and scope filter
-    (``where(scope)`` and the ``params(project_id, scope)`` it names). ``hits`` may give a
-    cheaper superset of the scope to find keyword hits by (:func:`bm25.keyword_sql`)."""
+class Scoring:
+    """What a candidate row is scored with: the query's vector, its keyword statistics (``idfs``,
+    ``avgdl``), and the rows whose cosine / BM25 a signal already returned (not computed again)."""
+
+    embedding: Vector | None
+    idfs: dict[str, float]
+    avgdl: float
+    known_similarity: Sequence[str] = ()
+    known_bm25: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class ScopedSource(Generic[Scope]):
+    """What both sources run alike, over one source's table and scope filter (``where(scope)``
+    and the ``params(project_id, scope)`` it names): the vector and keyword signals, the scope's
+    BM25 statistics, the candidate reads. ``hits`` may give a cheaper superset of the scope to
+    find keyword hits by (:func:`bm25.keyword_sql`); ``neighbours`` and ``columns`` are the
+    source's part of :func:`candidate_rows`."""
 
     table: SearchTable
     where: Callable[[Scope], str]
     params: Callable[[str, Scope], Params]
+    neighbours: Callable[[Scope], str]
+    columns: Callable[[Scope], str]
     hits: Callable[[Scope], tuple[str, str] | None] = lambda scope: None
 
     def scope_size(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope) -> tuple[int, float]:
@@ -149,6 +165,17 @@ class ScopedSignals(Generic[Scope]):
         hits_from, hits_scope = self.hits(scope) or (None, None)
         return keyword(conn, self.table, self.where(scope), self.params(project_id, scope), q, stats,
                        hits_from=hits_from, hits_scope=hits_scope)
+
+    def candidate_rows(
+        self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, ids: list[str], top: list[str], *,
+        window: int, scoring: Scoring,
+    ) -> list[Row]:
+        """What fusion reads of the rows ``ids`` and of the neighbours (``window`` steps) of
+        ``top``: ``similarity``, ``bm25``, ``prev_ids`` (the rows before it, nearest first) and
+        the source's own columns. Rows out of scope are dropped."""
+        return candidate_rows(conn, self.table, self.where(scope), self.params(project_id, scope), ids=ids, top=top,
+                              window=window, scoring=scoring, neighbours=self.neighbours(scope),
+                              columns=self.columns(scope))
 
 
 # --- rows ------------------------------------------------------------------------------------
@@ -172,18 +199,6 @@ def rows_in_order(
     """No-query read: the first ``limit`` result rows within ``where`` by ``order``."""
     sql = f"SELECT {table.row_columns} FROM {table.row_from} WHERE {where} ORDER BY {order} LIMIT %(limit)s"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
     return conn.execute(sql, params | {"limit": limit, "embedding": None}).fetchall()
-
-
-@dataclass(frozen=True)
-class Scoring:
-    """What a candidate row is scored with: the query's vector, its keyword statistics (``idfs``,
-    ``avgdl``), and the rows whose cosine / BM25 a signal already returned (not computed again)."""
-
-    embedding: Vector | None
-    idfs: dict[str, float]
-    avgdl: float
-    known_similarity: Sequence[str] = ()
-    known_bm25: Sequence[str] = ()
 
 
 def candidate_rows(
