@@ -18,12 +18,9 @@ from memory_engine.domain.vectors import Vector
 
 SOURCE: Final = "document"
 
+#: A chunk is read with its document (path, title, tags) and is searchable by the document's state.
 CHUNKS: Final = SearchTable(
-    source=SOURCE,
-    table="document_chunks",
-    alias="c",
-    from_sql="document_chunks c JOIN documents d ON d.id = c.document_id",
-    row_from="document_chunks c JOIN documents d ON d.id = c.document_id",
+    SOURCE, "document_chunks", "c", from_sql="document_chunks c JOIN documents d ON d.id = c.document_id",
     row_columns=(
         "c.id, c.content, c.document_id, d.path, d.title, c.page, c.chunk_index, d.tags, d.metadata,"
         f" {search_sql.similarity('c')} AS similarity"

@@ -19,12 +19,9 @@ from memory_engine.domain.vectors import Vector
 
 SOURCE: Final = "memory"
 
+#: A fact is filtered on its own row and read with its memory's name.
 FACTS: Final = SearchTable(
-    source=SOURCE,
-    table="memory_entries",
-    alias="e",
-    from_sql="memory_entries e",
-    row_from="memory_entries e JOIN memories m ON m.id = e.memory_id",
+    SOURCE, "memory_entries", "e", from_sql="memory_entries e", row_from="memory_entries e JOIN memories m ON m.id = e.memory_id",
     row_columns=(
         "e.id, e.content, e.memory_id, m.name AS memory_name, e.tags, e.metadata, e.valid_from, e.valid_to,"
         " e.created_at, e.updated_at, e.source_conversation_id, e.source_generation_id, e.source_event_id, e.subject,"

@@ -44,9 +44,13 @@ class SearchTable:
     table: str
     alias: str
     from_sql: str
-    row_from: str
     row_columns: str
     owners: tuple[str, ...] = field(default=())
+    row_from: str = ""  # "": from_sql
+
+    def __post_init__(self) -> None:
+        if not self.row_from:
+            object.__setattr__(self, "row_from", self.from_sql)
 
 
 def similarity(alias: str) -> str:
