@@ -18,8 +18,8 @@ import psycopg
 
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
-from memory_engine.adapters.postgres.database import Database
-from memory_engine.adapters.postgres.search_sql import Row, Scoring
+from memory_engine.adapters.postgres.database import Database, Row
+from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     Candidate,

@@ -12,7 +12,8 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import search_sql
-from memory_engine.adapters.postgres.search_sql import Params, Row, SearchTable
+from memory_engine.adapters.postgres.database import Row
+from memory_engine.adapters.postgres.search_sql import Params, SearchTable
 from memory_engine.domain.search_models import DocumentScope
 from memory_engine.domain.vectors import Vector
 

@@ -12,8 +12,9 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.adapters.postgres import search_sql
+from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
-from memory_engine.adapters.postgres.search_sql import Params, Row, SearchTable
+from memory_engine.adapters.postgres.search_sql import Params, SearchTable
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 from memory_engine.domain.vectors import Vector
 

@@ -20,11 +20,12 @@ from typing import Any, Final, Generic, TypeVar
 import psycopg
 
 from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres.database import Row
 from memory_engine.domain.search_models import DocumentScope, MemoryScope, ResultKey, ScoredKeys, SignalQuery, SourceType
 from memory_engine.domain.vectors import Vector
 
+#: The named parameters of a statement.
 Params = dict[str, Any]
-Row = dict[str, Any]
 Scope = TypeVar("Scope", MemoryScope, DocumentScope)
 
 #: The no-embedding entity ordering ORs the query's lexemes minus those in more than this share
