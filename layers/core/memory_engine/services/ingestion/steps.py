@@ -21,11 +21,10 @@ from memory_engine.domain import content_types as ct
 from memory_engine.domain.chunking import chunk_pages
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
+    FILE_DEFAULTS,
     MAX_DOCUMENT_BYTES,
     Chunk,
     ChunkBatchRef,
-    ChunkSettings,
-    ChunkStrategy,
     Document,
     DocumentRun,
     EmbedBatchInput,
@@ -58,7 +57,6 @@ from memory_engine.ports.projects import ProjectRepository
 logger = logging.getLogger(__name__)
 
 SUPERSEDED = "superseded by a newer ingestion of this document"
-FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
 
 
 @dataclass(frozen=True)
