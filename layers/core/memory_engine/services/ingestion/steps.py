@@ -22,12 +22,12 @@ from memory_engine.domain.chunking import chunk_pages
 from memory_engine.domain.converter_protocol import CallbackUrls, Pending
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
+    FILE_DEFAULTS,
     MAX_DOCUMENT_BYTES,
     Chunk,
     ChunkBatchRef,
     ChunkSettings,
     ChunkSource,
-    ChunkStrategy,
     ConversionWait,
     Document,
     DocumentRun,
@@ -66,7 +66,6 @@ from memory_engine.services.ingestion.converters import ConversionRequest, conve
 logger = logging.getLogger(__name__)
 
 SUPERSEDED = "superseded by a newer ingestion of this document"
-FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
 
 
 @dataclass(frozen=True)
