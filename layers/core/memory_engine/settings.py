@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     extraction_dlq_url: str | None = Field(None, validation_alias=_env(c.ENV_EXTRACTION_DLQ_URL))
     functions_dir: Path | None = Field(None, validation_alias=_env(c.ENV_FUNCTIONS_DIR))
     key_cache_seconds: float | None = Field(None, ge=0, le=3600, validation_alias=_env(c.ENV_KEY_CACHE_SECONDS))
+    public_url: str | None = Field(None, validation_alias=_env(c.ENV_PUBLIC_URL))
+    #: at most 115 minutes: the Standard state machine's execution ends after 2 hours
+    converter_deadline_seconds: int = Field(3600, ge=1, le=6900, validation_alias=_env(c.ENV_CONVERTER_DEADLINE_SECONDS))
+    callback_secret_arn: str | None = Field(None, validation_alias=_env(c.ENV_CALLBACK_SECRET_ARN))
 
     @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
     @classmethod

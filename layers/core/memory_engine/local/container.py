@@ -11,10 +11,12 @@ from memory_engine.adapters.local.blob_store import LocalBlobStore
 from memory_engine.adapters.local.event_sinks import LocalDeadLetters
 from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.bootstrap import Container
+from memory_engine.local.conversion_waiter import ConversionWaiter, LocalTaskCallbacks
 from memory_engine.local.event_queue import LocalEventQueue
 from memory_engine.local.pipeline import LocalPipelineStarter, PipelineRunner, invoke_ingestion_handler
 from memory_engine.local.priority import lower_thread_priority
 from memory_engine.ports.blobs import UploadInbox
+from memory_engine.ports.conversions import TaskCallbacks
 from memory_engine.ports.events import DeadLetterSink
 from memory_engine.ports.pipeline import PipelineStarter
 from memory_engine.settings import Settings
@@ -31,8 +33,17 @@ class LocalContainer(Container):
 
     @cached_property
     def pipeline_runner(self) -> PipelineRunner:
-        """The ingestion state machine, run in-process on the Lambda handlers."""
-        return PipelineRunner(invoke=invoke_ingestion_handler)
+        """The ingestion state machine, run in-process on the Lambda handlers; a run awaiting a
+        converter's callback polls the database (the callback may reach another process)."""
+        return PipelineRunner(invoke=invoke_ingestion_handler, wait_for_token=ConversionWaiter(lambda: self.conversions))
+
+    @cached_property
+    def task_callbacks(self) -> TaskCallbacks:
+        """Step Functions when INGESTION_STATE_MACHINE_ARN is set; else nothing to send (the local
+        runner sees the delivery in the database)."""
+        if self.settings.state_machine_arn:
+            return super().task_callbacks
+        return LocalTaskCallbacks()
 
     @cached_property
     def pipeline_starter(self) -> PipelineStarter:

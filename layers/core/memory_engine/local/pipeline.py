@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -55,8 +56,28 @@ def invoke_ingestion_handler(attribute: str, payload: dict[str, Any]) -> dict[st
     return result
 
 
+class TaskTimedOut(Exception):
+    """A waiting step's timeout passed (the ASL error ``States.Timeout``)."""
+
+    states_error = "States.Timeout"
+
+
+class TaskFailed(Exception):
+    """The token of a waiting step was failed with ``error`` (e.g. ``ConverterFailed``) and ``cause``."""
+
+    def __init__(self, error: str, cause: str) -> None:
+        super().__init__(cause)
+        self.states_error = error
+        self.message = cause
+
+
+#: ``(state, task_token, timeout_seconds) -> output``: waits until the token of a waiting step is
+#: sent (raises TaskFailed) or the timeout passes (raises TaskTimedOut).
+TokenWaiter = Callable[[dict[str, Any], str, float], dict[str, Any]]
+
+
 def error_name(exc: BaseException) -> str:
-    return type(exc).__name__
+    return str(getattr(exc, "states_error", None) or type(exc).__name__)
 
 
 def _failure(exc: BaseException) -> dict[str, str]:
@@ -74,16 +95,22 @@ class PipelineRunner:
     sleep: Callable[[float], None] = time.sleep
     #: Multiplies every retry delay (1.0 = the ASL's own delays).
     retry_delay_scale: float = 1.0
+    #: How a step that waits for a task token waits (None: such a step fails the run)
+    wait_for_token: TokenWaiter | None = None
 
     def run(self, payload: dict[str, Any]) -> PipelineResult:
         state = dict(payload)
         timings: dict[str, float] = {}
         start = PIPELINE.index(entry_step(payload))
         for step in PIPELINE[start:]:
+            if step.only_when is not None and state.get(step.only_when) is None:
+                continue
             began = time.perf_counter()
             try:
                 if step.map is not None:
                     self._run_map(step, state)
+                elif step.waits_for_token:
+                    state = self._wait(step, state)
                 else:
                     state = self._call(step, state)
             except Exception as exc:
@@ -113,6 +140,18 @@ class PipelineRunner:
                 logger.info("retrying %s after %s in %.1fs (attempt %d)", step.name, error_name(exc), delay,
                             attempts[policy_index])
                 self.sleep(delay)
+
+    def _wait(self, step: Step, state: dict[str, Any]) -> dict[str, Any]:
+        """A ``.waitForTaskToken`` task: invoke it with the run and a token, then wait for the token
+        (at most the timeout the payload gives, as ``TimeoutSecondsPath`` does)."""
+        token = f"local-{uuid.uuid4().hex}"
+        self._call(step, {"run": state, "task_token": token})
+        if self.wait_for_token is None:
+            raise TaskFailed("States.Runtime", f"the local runner cannot wait in {step.name}: no token waiter")
+        timeout: Any = state
+        for part in (step.timeout_path or "").split("."):
+            timeout = timeout.get(part) if isinstance(timeout, dict) else None
+        return self.wait_for_token(state, token, float(timeout or 0))
 
     def _run_map(self, step: Step, state: dict[str, Any]) -> None:
         assert step.map is not None

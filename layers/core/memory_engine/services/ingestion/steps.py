@@ -19,12 +19,16 @@ from urllib.parse import unquote_plus
 from memory_engine import constants as c
 from memory_engine.domain import content_types as ct
 from memory_engine.domain.chunking import chunk_pages
+from memory_engine.domain.converter_protocol import CallbackUrls, Pending
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
     FILE_DEFAULTS,
     MAX_DOCUMENT_BYTES,
     Chunk,
     ChunkBatchRef,
+    ChunkSettings,
+    ChunkSource,
+    ConversionWait,
     Document,
     DocumentRun,
     EmbedBatchInput,
@@ -45,14 +49,19 @@ from memory_engine.domain.ingestion_errors import (
     TooLarge,
     UnsupportedContentType,
 )
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.pipeline import CONTENT_ERRORS
 from memory_engine.domain.validation import scrub_text
 from memory_engine.errors import MemoryEngineError, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStore
-from memory_engine.ports.documents import DocumentRepository, IngestionRule, NewDocument
+from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
+from memory_engine.ports.documents import DocumentRepository, NewDocument
 from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extractors import Converter, Extractor
+from memory_engine.ports.ocr import OcrEngine
 from memory_engine.ports.projects import ProjectRepository
+from memory_engine.services.ingestion.converters import ConversionRequest, convert
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +76,13 @@ class IngestionPorts:
     projects: ProjectRepository
     extractors: dict[str, Extractor]
     converter: Converter
+    ocr: OcrEngine | None = None  # the ``ocr`` converter type; None: an ``ocr`` rule fails the document
+    #: deferred conversions (a converter answering ``pending``): records, callback URLs, resuming the run
+    conversions: ConversionRepository | None = None
+    callback_urls: CallbackUrls | None = None
+    task_callbacks: TaskCallbacks | None = None
+    #: ``document.ready`` / ``document.failed`` go here (None: not published)
+    events: EventPublisher | None = None
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -114,16 +130,20 @@ def register(event: S3ObjectCreatedEvent, ports: IngestionPorts) -> DocumentRun:
         sha256 = hashlib.sha256(ports.blobs.get(key)).hexdigest()
     declared = ct.normalize(info.content_type)
     content_type = declared if declared not in ct.GENERIC else None
+    existing = ports.documents.find_by_path(project_id, path)
     if content_type is None:  # the row may know it (declared at upload time); else the extension says
-        existing = ports.documents.find_by_path(project_id, path)
         content_type = (existing.content_type if existing else None) or ct.resolve(path, None)
-    rule = _rule_for(ports.documents.list_rules(project_id), content_type)
-    defaults = rule.chunk_settings if rule and rule.chunk_settings else FILE_DEFAULTS
+    rule = rule_for(ports.documents.list_rules(project_id), content_type)
+    if existing is not None and existing.chunk_settings_source == "request":
+        settings, source = None, None  # the upload request's own settings win
+    else:
+        settings, source = effective_chunk_settings(rule, FILE_DEFAULTS)
     decision = ports.documents.begin_ingest(
         project_id,
         NewDocument(path=path, content_type=content_type, size_bytes=info.size, sha256=sha256,
-                    source_bucket=ports.blobs.bucket, source_key=key),
-        default_settings=defaults,
+                    source_bucket=ports.blobs.bucket, source_key=key, chunk_settings=settings,
+                    chunk_settings_source=source, ingestion_rule_id=rule.id if rule else None),
+        default_settings=FILE_DEFAULTS,
     )
     doc = decision.document
     logger.info("register %s %s: %s", doc.id, path, decision.reason)
@@ -143,8 +163,16 @@ def _locate(detail: S3ObjectCreatedDetail, blobs: BlobStore) -> tuple[str, BlobI
     return key, info
 
 
-def _rule_for(rules: list[IngestionRule], content_type: str) -> IngestionRule | None:
+def rule_for(rules: list[IngestionRule], content_type: str) -> IngestionRule | None:
+    """The rule whose glob matches ``content_type`` most specifically (None: no rule matches)."""
     return ct.most_specific(content_type, [(r.content_type_glob, r) for r in rules])
+
+
+def effective_chunk_settings(rule: IngestionRule | None, default: ChunkSettings) -> tuple[ChunkSettings, ChunkSource]:
+    """Without request fields: the rule's chunk settings over the entry point's default, or the default."""
+    if rule is not None and rule.has_chunk_settings():
+        return rule.chunk_settings(default), "rule"
+    return default, "default"
 
 
 # --- extract ---
@@ -178,8 +206,11 @@ def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     except NotFound as exc:
         raise DocumentGone(f"{doc.path} was deleted or moved during ingestion; upload it again") from exc
     content_type = ct.resolve(doc.path, doc.content_type)
-    pages = extract_pages(data, content_type, doc.path, ports, _rule_for(ports.documents.list_rules(run.project_id),
-                                                                             content_type))
+    rule = rule_for(ports.documents.list_rules(run.project_id), content_type)
+    try:
+        pages = extract_pages(data, content_type, doc.path, ports, rule, document=doc, generation=run.generation)
+    except ConversionPending as pending:
+        return run.model_copy(update={"awaiting_conversion": pending.wait})
     # a file's text may hold NUL or broken surrogates (binary noise, a bad PDF text layer): chunks are text
     pages = [Page(number=p.number, text=scrub_text(p.text)) for p in pages]
     key = work_prefix(doc.id, run.generation) + "pages.json"
@@ -190,14 +221,15 @@ def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
 
 
 def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPorts,
-                  rule: IngestionRule | None) -> list[Page]:
+                  rule: IngestionRule | None, *, document: Document | None = None, generation: int = 1) -> list[Page]:
     """Native extractor first (unless the rule says ``skip``); the rule's converter when the
-    native one cannot read the file or the type has no native extractor."""
+    native one cannot read the file or the type has no native extractor. Raises ConversionPending
+    when the converter will deliver the pages later through its callback."""
     native = ports.extractors.get(content_type)
     if native is None and ct.is_textual(content_type):
         native = ports.extractors.get(ct.TEXT)
     if rule is not None and (native is None or rule.native_extraction == "skip"):
-        pages = ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name)
+        pages = _convert(data, content_type, name, ports, rule, document, generation)
     elif native is None:
         raise UnsupportedContentType(
             f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, markdown); "
@@ -209,11 +241,32 @@ def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPor
         except (EncryptedPdf, NoTextLayer, DocumentUnreadable):
             if rule is None:
                 raise
-            pages = ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name)
+            pages = _convert(data, content_type, name, ports, rule, document, generation)
     if not any(p.text.strip() for p in pages):
         raise NoTextLayer(f"{name} contains no text; upload a file with text, or add an ingestion rule "
                           f"with a converter (e.g. OCR) for {content_type}")
     return pages
+
+
+class ConversionPending(Exception):
+    """The converter answered ``pending``: the pages come through its callback."""
+
+    def __init__(self, wait: ConversionWait) -> None:
+        super().__init__(wait.converter_url)
+        self.wait = wait
+
+
+def _convert(data: bytes, content_type: str, name: str, ports: IngestionPorts, rule: IngestionRule,
+             document: Document | None, generation: int) -> list[Page]:
+    if document is None:
+        raise DocumentUnreadable(f"internal: converting {name} needs its document; re-ingest it")
+    result = convert(ConversionRequest(document=document, generation=generation, data=data,
+                                       content_type=content_type, rule=rule), ports)
+    if isinstance(result, Pending):
+        deadline = ports.callback_urls.deadline_seconds if ports.callback_urls else 1
+        raise ConversionPending(ConversionWait(converter_url=getattr(rule.converter, "url", rule.converter.type),
+                                               deadline_seconds=deadline))
+    return result
 
 
 # --- chunk ---
@@ -261,7 +314,21 @@ def finalize(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     if not ports.documents.finalize(run.project_id, run.document_id, run.generation):
         return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
     _cleanup(ports.blobs, run.document_id, run.generation)
+    _publish(ports, c.DETAIL_TYPE_DOCUMENT_READY, run.project_id, run.document_id, error=None)
     return run
+
+
+def _publish(ports: IngestionPorts, detail_type: str, project_id: str, document_id: str, *, error: str | None) -> None:
+    """``document.ready`` / ``document.failed`` on the bus: best effort (the document's status is
+    the record; a bus failure is logged, never fails the run)."""
+    if ports.events is None:
+        return
+    try:
+        path = ports.documents.get(project_id, document_id).path
+        detail = {"project_id": project_id, "document_id": document_id, "path": path, "error": error}
+        ports.events.publish(detail_type, detail)
+    except Exception:
+        logger.exception("could not publish %s for document %s", detail_type, document_id)
 
 
 def _cleanup(blobs: BlobStore, document_id: str, generation: int | None) -> None:
@@ -272,10 +339,14 @@ def _cleanup(blobs: BlobStore, document_id: str, generation: int | None) -> None
 
 
 # --- mark_failed ---
-def failure_message(error: str, message: str) -> str:
+def failure_message(error: str, message: str, awaiting: ConversionWait | None = None) -> str:
     """The document's ``error``: named content failures verbatim, anything else with a next step."""
     if error in CONTENT_ERRORS:
         return message
+    if error == "States.Timeout" and awaiting is not None:
+        return (f"the converter at {awaiting.converter_url} answered pending but did not deliver the pages to the "
+                f"callback URL within {awaiting.deadline_seconds} s (the deadline); fix the converter, then retry "
+                "with POST /v1/documents/{id}/ingest")
     if error == "States.Timeout":
         return ("ingestion timed out; retry with POST /v1/documents/{id}/ingest, or split the file if it is very large")
     if error in ("EmbeddingThrottled", "EmbeddingError"):
@@ -298,7 +369,7 @@ def mark_failed(failed: FailedRun, ports: IngestionPorts) -> MarkFailedResult:
             if found is not None:
                 document_id = found.id
                 break
-    message = failure_message(failed.failure.Error, failed.failure.message)
+    message = failure_message(failed.failure.Error, failed.failure.message, failed.awaiting_conversion)
     if document_id is not None:
         message = message.replace("{id}", document_id)
     if document_id is None or project_id is None:
@@ -307,4 +378,6 @@ def mark_failed(failed: FailedRun, ports: IngestionPorts) -> MarkFailedResult:
     marked = ports.documents.mark_failed(project_id, document_id, generation, message)
     if generation is not None:
         _cleanup(ports.blobs, document_id, generation)
+    if marked:
+        _publish(ports, c.DETAIL_TYPE_DOCUMENT_FAILED, project_id, document_id, error=message)
     return MarkFailedResult(document_id=document_id, marked=marked, error=message)
