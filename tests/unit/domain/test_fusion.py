@@ -40,9 +40,26 @@ def test_scores_are_normalized_then_weighted() -> None:
     cands = {key("a"): fact(0.9, bm25=2.0), key("b"): fact(0.7, bm25=8.0),
              key("c"): fact(0.5)}
     scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)}
-    # min-max cosine: a 1.0, b 0.5, c 0.0; BM25 / max: b 1.0, a 0.25
-    assert scores == pytest.approx({"a": 1.25, "b": 1.5, "c": 0.0})
+    # cosine / max: a 1.0, b 0.778, c 0.556; BM25 / max: b 1.0, a 0.25
+    assert scores == pytest.approx({"a": 1.25, "b": 0.7 / 0.9 + 1.0, "c": 0.5 / 0.9})
     assert [s.key[1] for s in fuse(lists, cands, HYBRID)] == ["b", "a", "c"]
+
+
+def test_a_near_tie_in_cosine_does_not_outweigh_a_clear_keyword_lead() -> None:
+    # Given two rows the model scores almost alike (0.62 vs 0.60) and BM25 clearly prefers b
+    lists = ranked({"a": 0.62, "b": 0.60}, {"b": 5.0, "a": 3.0})
+    cands = {key("a"): fact(0.62, bm25=3.0), key("b"): fact(0.60, bm25=5.0)}
+    # When fused, then b leads: normalizing from cosine's floor keeps the near tie a near tie
+    # (min-max over the list would have stretched 0.02 to the whole 0..1 and put a first)
+    scored = fuse(lists, cands, HYBRID)
+    assert [s.key[1] for s in scored] == ["b", "a"]
+    assert scored[0].score - scored[1].score == pytest.approx(0.4 - (0.62 - 0.60) / 0.62)
+
+
+def test_a_vector_list_unrelated_to_the_query_adds_nothing() -> None:
+    lists = ranked({"a": -0.1, "b": -0.2}, {"b": 5.0})
+    cands = {key("a"): fact(-0.1), key("b"): fact(-0.2, bm25=5.0)}
+    assert {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)} == pytest.approx({"a": 0.0, "b": 1.0})
 
 
 def test_single_signal_presets_rank_by_that_signal_alone() -> None:
@@ -77,9 +94,10 @@ def test_a_row_next_to_a_strong_match_gains_from_it() -> None:
     order = [s.key[1] for s in fuse(lists, cands, HYBRID)]
     assert order.index("answer") < order.index("far")
     scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)}
-    assert scores["answer"] == pytest.approx(HYBRID.neighbour_weight * 1.0)
+    # its own cosine (0.5 / 0.9, read for it although no list had it) plus what "q" lends
+    assert scores["answer"] == pytest.approx(0.5 / 0.9 + HYBRID.neighbour_weight * 1.0)
     # and the strong match gains only what its weaker neighbour lends
-    assert scores["q"] == pytest.approx(1.0 + HYBRID.neighbour_weight * 0.0)
+    assert scores["q"] == pytest.approx(1.0 + HYBRID.neighbour_weight * 0.5 / 0.9)
 
 
 def test_neighbours_decay_with_distance_and_respect_the_window() -> None:
