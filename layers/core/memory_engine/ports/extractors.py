@@ -1,8 +1,8 @@
-"""Extraction ports: native extractors (bytes -> pages), HTTP converters and OCR (ingestion rules)."""
+"""Extraction ports: native extractors (bytes -> pages) and HTTP converters (ingestion rules); OCR is
+:mod:`memory_engine.ports.ocr`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 from memory_engine.domain.documents import Page
@@ -22,19 +22,3 @@ class Converter(Protocol):
 
     def convert(self, url: str, data: bytes, *, content_type: str, name: str) -> list[Page]: ...
 
-
-class OcrEngine(Protocol):
-    """The built-in ``ocr`` converter of ingestion rules: scanned PDFs and images -> pages of text
-    (Tesseract locally, Amazon Textract on AWS).
-
-    ``content_type`` is one of ``application/pdf``, ``image/png``, ``image/jpeg``, ``image/tiff``.
-    ``pages`` limits a PDF to those 1-based page numbers (the ones whose text layer is empty); None
-    reads every page. ``source_key`` is where the bytes are stored in the blob store (Textract reads
-    multi-page documents from S3 by key; Tesseract ignores it). The result has one :class:`Page` per
-    page read, numbered as in the file. Raises ``ConverterFailed`` with the next step in its message
-    when OCR cannot run (e.g. the ``tesseract`` binary is missing: the message names the package to
-    install) or the file cannot be read.
-    """
-
-    def recognize(self, data: bytes, *, content_type: str, name: str, source_key: str | None = None,
-                  pages: Sequence[int] | None = None) -> list[Page]: ...

@@ -53,6 +53,7 @@ from memory_engine.ports.blobs import BlobInfo, BlobStore
 from memory_engine.ports.documents import DocumentRepository, IngestionRule, NewDocument
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.extractors import Converter, Extractor
+from memory_engine.ports.ocr import OcrEngine
 from memory_engine.ports.projects import ProjectRepository
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class IngestionPorts:
     projects: ProjectRepository
     extractors: dict[str, Extractor]
     converter: Converter
+    ocr: OcrEngine | None = None  # the ``ocr`` converter type; None: an ``ocr`` rule fails the document
 
 
 def split_key(key: str) -> tuple[str, str]:
