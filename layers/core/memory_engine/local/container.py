@@ -12,7 +12,12 @@ from memory_engine.adapters.local.event_sinks import LocalDeadLetters
 from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.bootstrap import Container
 from memory_engine.local.event_queue import LocalEventQueue
-from memory_engine.local.pipeline import LocalPipelineStarter, PipelineRunner, invoke_ingestion_handler
+from memory_engine.local.pipeline import (
+    LocalPipelineStarter,
+    PipelineRunner,
+    invoke_ingestion_handler,
+    invoke_streamed_producer,
+)
 from memory_engine.local.priority import lower_thread_priority
 from memory_engine.ports.blobs import UploadInbox
 from memory_engine.ports.events import DeadLetterSink
@@ -31,8 +36,9 @@ class LocalContainer(Container):
 
     @cached_property
     def pipeline_runner(self) -> PipelineRunner:
-        """The ingestion state machine, run in-process on the Lambda handlers."""
-        return PipelineRunner(invoke=invoke_ingestion_handler)
+        """The ingestion state machine, run in-process on the Lambda handlers, with extraction
+        overlapped with embedding (``domain.pipeline.STREAMED``)."""
+        return PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer)
 
     @cached_property
     def pipeline_starter(self) -> PipelineStarter:

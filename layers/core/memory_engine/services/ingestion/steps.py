@@ -11,14 +11,16 @@ upserts the same chunk keys. A run whose generation is no longer the document's
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from memory_engine import constants as c
 from memory_engine.domain import content_types as ct
-from memory_engine.domain.chunking import chunk_pages
+from memory_engine.domain.chunking import stream_chunks
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
     MAX_DOCUMENT_BYTES,
@@ -161,14 +163,12 @@ def _current(run: DocumentRun, ports: IngestionPorts) -> Document | None:
     return doc if doc.ingest_generation == run.generation else None
 
 
-def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
-    """The object -> pages (one work object). Raises TooLarge, EncryptedPdf, NoTextLayer,
-    DocumentUnreadable, UnsupportedContentType, ConverterFailed, DocumentGone."""
-    if run.skip:
-        return run
+def _source(run: DocumentRun, ports: IngestionPorts) -> tuple[Document, bytes, str] | None:
+    """The document, its bytes and content type; None when the run was superseded. Raises
+    DocumentGone, TooLarge."""
     doc = _current(run, ports)
     if doc is None:
-        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+        return None
     if not doc.source_key:
         raise DocumentGone(f"{doc.path} has no stored content; upload it again")
     info = ports.blobs.head(doc.source_key)
@@ -181,11 +181,24 @@ def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
         data = ports.blobs.get(doc.source_key)
     except NotFound as exc:
         raise DocumentGone(f"{doc.path} was deleted or moved during ingestion; upload it again") from exc
-    content_type = ct.resolve(doc.path, doc.content_type)
-    pages = extract_pages(data, content_type, doc.path, ports, _rule_for(ports.documents.list_rules(run.project_id),
-                                                                             content_type))
-    # a file's text may hold NUL or broken surrogates (binary noise, a bad PDF text layer): chunks are text
-    pages = [Page(number=p.number, text=scrub_text(p.text)) for p in pages]
+    return doc, data, ct.resolve(doc.path, doc.content_type)
+
+
+def _read(run: DocumentRun, ports: IngestionPorts, doc: Document, data: bytes, content_type: str) -> Iterator[Page]:
+    rule = _rule_for(ports.documents.list_rules(run.project_id), content_type)
+    return extract_pages(data, content_type, doc.path, ports, rule)
+
+
+def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
+    """The object -> pages (one work object). Raises TooLarge, EncryptedPdf, NoTextLayer,
+    DocumentUnreadable, UnsupportedContentType, ConverterFailed, DocumentGone."""
+    if run.skip:
+        return run
+    source = _source(run, ports)
+    if source is None:
+        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+    doc, data, content_type = source
+    pages = list(_read(run, ports, doc, data, content_type))
     key = work_prefix(doc.id, run.generation) + "pages.json"
     ports.blobs.put(key, json.dumps([p.model_dump() for p in pages], ensure_ascii=False).encode(),
                     content_type="application/json")
@@ -194,14 +207,15 @@ def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
 
 
 def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPorts,
-                  rule: IngestionRule | None) -> list[Page]:
+                  rule: IngestionRule | None) -> Iterator[Page]:
     """Native extractor first (unless the rule says ``skip``); the rule's converter when the
-    native one cannot read the file or the type has no native extractor."""
+    native one cannot read the file or the type has no native extractor. Pages come as they are
+    read; the file's own problems raise before the first page, NoTextLayer after the last."""
     native = ports.extractors.get(content_type)
     if native is None and ct.is_textual(content_type):
         native = ports.extractors.get(ct.TEXT)
     if rule is not None and (native is None or rule.native_extraction == "skip"):
-        pages = ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name)
+        pages = iter(ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name))
     elif native is None:
         raise UnsupportedContentType(
             f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, markdown); "
@@ -209,15 +223,34 @@ def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPor
         )
     else:
         try:
-            pages = native.extract(data, name=name)
+            pages = _with_text(native.pages(data, name=name), name, content_type)
+            first = next(pages)  # blank pages are held back: this is the first page with text
         except (EncryptedPdf, NoTextLayer, DocumentUnreadable):
             if rule is None:
                 raise
-            pages = ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name)
-    if not any(p.text.strip() for p in pages):
+            pages = iter(ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name))
+        else:
+            return itertools.chain([first], pages)
+    return _with_text(pages, name, content_type)
+
+
+def _with_text(pages: Iterator[Page], name: str, content_type: str) -> Iterator[Page]:
+    """``pages`` scrubbed (a file's text may hold NUL or broken surrogates: chunks are text), the
+    blank pages before the first page with text held back until it comes; NoTextLayer when none does."""
+    held: list[Page] | None = []
+    for page in pages:
+        page = Page(number=page.number, text=scrub_text(page.text))
+        if held is None:
+            yield page
+        elif page.text.strip():
+            yield from held
+            held = None
+            yield page
+        else:
+            held.append(page)
+    if held is not None:
         raise NoTextLayer(f"{name} contains no text; upload a file with text, or add an ingestion rule "
                           f"with a converter (e.g. OCR) for {content_type}")
-    return pages
 
 
 # --- chunk ---
@@ -231,19 +264,62 @@ def chunk(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     if not run.pages_key:
         raise DocumentUnreadable("internal: the chunk step got no extracted pages; re-ingest the document")
     pages = [Page.model_validate(p) for p in json.loads(ports.blobs.get(run.pages_key))]
-    chunks = chunk_pages(pages, doc.chunk_settings)
-    if not chunks:
-        raise NoTextLayer(f"{doc.path} contains no text to index; upload a file with text")
+    batches, total = _write_batches(stream_chunks(pages, doc.chunk_settings), doc, run, ports)
+    return run.model_copy(update={"batches": batches, "total_chunks": total})
+
+
+def extract_and_chunk(run: DocumentRun, ports: IngestionPorts,
+                      emit: Callable[[ChunkBatchRef], None]) -> DocumentRun:
+    """Extract and Chunk in one pass, for a runner that overlaps them with EmbedBatches (the local
+    runner, :data:`memory_engine.domain.pipeline.STREAMED`): pages are chunked as they are parsed and
+    each batch object is handed to ``emit`` as soon as it is written, while later pages are parsed.
+    Returns what Chunk returns (no pages object is written); raises what Extract and Chunk raise.
+    Holds one page and one batch at a time (``page`` chunks); the joined strategies need the whole
+    text, as the two steps do."""
+    if run.skip:
+        return run
+    source = _source(run, ports)
+    if source is None:
+        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+    doc, data, content_type = source
+    counted = _Counted(_read(run, ports, doc, data, content_type))
+    batches, total = _write_batches(stream_chunks(counted, doc.chunk_settings), doc, run, ports, emit)
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=counted.count)
+    return run.model_copy(update={"total_pages": counted.count, "batches": batches, "total_chunks": total})
+
+
+class _Counted(Iterator[Page]):
+    def __init__(self, pages: Iterator[Page]) -> None:
+        self._pages, self.count = pages, 0
+
+    def __next__(self) -> Page:
+        page = next(self._pages)
+        self.count += 1
+        return page
+
+
+def _write_batches(chunks: Iterable[Chunk], doc: Document, run: DocumentRun, ports: IngestionPorts,
+                   emit: Callable[[ChunkBatchRef], None] | None = None) -> tuple[list[ChunkBatchRef], int]:
+    """Chunks -> batch objects of EMBED_BATCH_SIZE under the run's work prefix, each handed to
+    ``emit`` once written; the refs and the chunk count (also recorded as progress). Raises
+    NoTextLayer when there is no chunk."""
     batches: list[ChunkBatchRef] = []
     prefix = work_prefix(doc.id, run.generation)
-    for index, start in enumerate(range(0, len(chunks), EMBED_BATCH_SIZE)):
-        part = chunks[start:start + EMBED_BATCH_SIZE]
-        key = f"{prefix}batch-{index:05d}.json"
+    total = 0
+    pending = iter(chunks)
+    while part := list(itertools.islice(pending, EMBED_BATCH_SIZE)):
+        key = f"{prefix}batch-{len(batches):05d}.json"
         ports.blobs.put(key, json.dumps([ch.model_dump() for ch in part], ensure_ascii=False).encode(),
                         content_type="application/json")
-        batches.append(ChunkBatchRef(index=index, key=key, first_chunk_index=start, count=len(part)))
-    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=len(chunks))
-    return run.model_copy(update={"batches": batches, "total_chunks": len(chunks)})
+        ref = ChunkBatchRef(index=len(batches), key=key, first_chunk_index=total, count=len(part))
+        batches.append(ref)
+        total += len(part)
+        if emit is not None:
+            emit(ref)
+    if not total:
+        raise NoTextLayer(f"{doc.path} contains no text to index; upload a file with text")
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=total)
+    return batches, total
 
 
 # --- embed ---
