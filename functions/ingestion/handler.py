@@ -15,8 +15,14 @@ from pydantic import BaseModel
 
 from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
-from memory_engine.domain.documents import DocumentRun, EmbedBatchInput, FailedRun, S3ObjectCreatedEvent
-from memory_engine.services.ingestion import steps
+from memory_engine.domain.documents import (
+    AwaitConversionInput,
+    DocumentRun,
+    EmbedBatchInput,
+    FailedRun,
+    S3ObjectCreatedEvent,
+)
+from memory_engine.services.ingestion import callbacks, steps
 
 logger = Logger(service="memory-engine-ingestion")
 tracer = Tracer(service="memory-engine-ingestion")
@@ -43,6 +49,13 @@ def register(event: dict[str, Any], context: Any) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False)
 def extract(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return _run(steps.extract, DocumentRun, event)
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+def await_conversion(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """``.waitForTaskToken``: ``{run, task_token}``; records the token (the converter's callback resumes the run)."""
+    return _run(callbacks.await_conversion, AwaitConversionInput, event)
 
 
 @logger.inject_lambda_context(log_event=False)

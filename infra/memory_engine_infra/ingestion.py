@@ -3,6 +3,13 @@
 The state machine definition is NOT written here: it is the one pipeline definition of the code
 (``memory_engine.domain.pipeline.build_asl``), with the Lambda ARNs substituted for its
 ``${XxxFunctionArn}`` placeholders. One Lambda per pipeline step, each with only the S3 prefixes it uses.
+
+Converters (ingestion rules): Extract signs callback URLs with the ``ConverterCallbackSecret`` and
+may call Amazon Textract (the ``ocr`` converter; Textract reads the object from the bucket with the
+caller's credentials, i.e. Extract's ``s3:GetObject`` on ``projects/``). AwaitConversion is a
+``.waitForTaskToken`` state of the Standard machine; the API function's callback route (and
+AwaitConversion itself, when the callback came first) resume it with ``SendTaskSuccess``. The
+Express machine hands such a run to the Standard one (``states:StartExecution``).
 """
 
 from __future__ import annotations
@@ -19,12 +26,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from memory_engine import constants as c
-from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES
+from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES, STANDARD_MACHINE_PLACEHOLDER
 from memory_engine_infra.config import DeploymentConfig
 from memory_engine_infra.database import Database
 from memory_engine_infra.lambdas import FunctionFactory, FunctionSpec, grant_bedrock
@@ -48,15 +56,29 @@ class StepAccess:
     #: HEAD of a possibly missing object: S3 answers 404 (not 403) only with s3:ListBucket on the bucket
     heads_objects: bool = False
     embeds: bool = False
+    #: calls Amazon Textract (the `ocr` converter) and signs converter callback URLs
+    converts: bool = False
+    #: publishes document.ready / document.failed on the engine's bus
+    publishes: bool = False
+    #: resumes a waiting run (SendTaskSuccess/Failure) when the converter's callback came first
+    resumes: bool = False
 
+
+#: Textract's text detection: synchronous for images and one-page documents, asynchronous (start, then
+#: get) for multi-page PDFs read from S3. Textract has no resource-level permissions for these actions.
+TEXTRACT_ACTIONS = ("textract:DetectDocumentText", "textract:StartDocumentTextDetection",
+                    "textract:GetDocumentTextDetection")
 
 STEP_ACCESS: dict[str, StepAccess] = {
     "register": StepAccess(Duration.seconds(60), 512, read=(PROJECTS,), heads_objects=True),
-    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS,), write=(WORK,), heads_objects=True),
+    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS,), write=(WORK,), heads_objects=True,
+                          converts=True),
+    "await_conversion": StepAccess(Duration.seconds(60), 512, resumes=True),
     "chunk": StepAccess(Duration.minutes(3), 1024, read=(WORK,), write=(WORK,)),
     "embed_batch": StepAccess(Duration.minutes(5), 1024, read=(WORK,), embeds=True),
-    "finalize": StepAccess(Duration.seconds(120), 512, read=(WORK,), delete=(WORK,), list_prefixes=(WORK,)),
-    "mark_failed": StepAccess(Duration.seconds(60), 512, delete=(WORK,), list_prefixes=(WORK,)),
+    "finalize": StepAccess(Duration.seconds(120), 512, read=(WORK,), delete=(WORK,), list_prefixes=(WORK,),
+                           publishes=True),
+    "mark_failed": StepAccess(Duration.seconds(60), 512, delete=(WORK,), list_prefixes=(WORK,), publishes=True),
 }
 DEFAULT_STEP_ACCESS = StepAccess(Duration.minutes(5), 1024, read=(PROJECTS, WORK), write=(WORK,))
 #: The Map over embed batches bounds Bedrock + database load; this caps the embed function itself.
@@ -113,6 +135,16 @@ class Ingestion(Construct):
         cfn_bucket.notification_configuration = s3.CfnBucket.NotificationConfigurationProperty(
             event_bridge_configuration=s3.CfnBucket.EventBridgeConfigurationProperty(event_bridge_enabled=True))
 
+        # signs converter callback URLs (Extract) and verifies them (the API's callback route)
+        self.callback_secret = secretsmanager.Secret(
+            self, "ConverterCallbackSecret",
+            description="memory-engine: HMAC key of converter callback URLs",
+            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
+        )
+        ack(self.callback_secret, "AwsSolutions-SMG4",
+            "An HMAC key for callback URLs that expire within the conversion deadline (at most ~2 h); rotating it "
+            "would only invalidate the URLs of conversions in flight. Replace the secret to rotate it.")
+
         step_names, build_asl = _pipeline()
         self.functions: dict[str, lambda_.Function] = {}
         substitutions: dict[str, str] = {}
@@ -135,6 +167,8 @@ class Ingestion(Construct):
             self._grant_list(function, spec.list_prefixes, any_key=spec.heads_objects)
             if spec.embeds:
                 grant_bedrock(self, function, config.embedding_model)
+            if spec.converts:
+                self._grant_converting(function)
             database.connect_as_app(function)
             self.functions[handler] = function
             substitutions[placeholder] = function.function_arn
@@ -144,9 +178,9 @@ class Ingestion(Construct):
                     f"The {handler} step reads/writes objects under {prefix}/ only; object keys are per project "
                     "and document, so the grant is a key prefix, never the whole bucket.")
 
-        def definition(timeout: Duration) -> str:
+        def definition(timeout: Duration, *, express: bool = False) -> str:
             return json.dumps(build_asl(map_max_concurrency=config.map_max_concurrency,
-                                        timeout_seconds=int(timeout.to_seconds())))
+                                        timeout_seconds=int(timeout.to_seconds()), express=express))
 
         # One definition, two machines: Standard for large files (long PDFs, exactly-once, up to 2 h),
         # Express for documents of at most SMALL_DOCUMENT_BYTES (billed per request, not per state
@@ -154,10 +188,21 @@ class Ingestion(Construct):
         standard_timeout, express_timeout = Duration.hours(2), Duration.seconds(EXPRESS_TIMEOUT_SECONDS)
         self.state_machine = self._state_machine("Pipeline", definition(standard_timeout), substitutions,
                                                  sfn.StateMachineType.STANDARD, standard_timeout, sfn.LogLevel.ALL)
+        # Express cannot wait for a task token: a run awaiting a converter's callback is handed to Standard
         self.express_state_machine = self._state_machine(
-            "SmallDocumentPipeline", definition(express_timeout), substitutions, sfn.StateMachineType.EXPRESS,
-            express_timeout, sfn.LogLevel.ERROR,  # Express keeps no history but its logs
+            "SmallDocumentPipeline", definition(express_timeout, express=True),
+            {**substitutions, STANDARD_MACHINE_PLACEHOLDER: self.state_machine.state_machine_arn},
+            sfn.StateMachineType.EXPRESS, express_timeout, sfn.LogLevel.ERROR,  # Express keeps no history but its logs
         )
+        self.state_machine.grant_start_execution(self.express_state_machine)
+        for handler, function in self.functions.items():
+            if STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS).resumes:
+                # a policy of its own, not the function's default one: the machine invokes this function,
+                # so the function must not wait for a policy that names the machine (a dependency cycle)
+                assert function.role is not None
+                iam.Policy(self, f"{handler.title().replace('_', '')}ResumesRuns", roles=[function.role], statements=[
+                    iam.PolicyStatement(actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+                                        resources=[self.state_machine.state_machine_arn])])
         ack(self.express_state_machine, "AwsSolutions-SF1",
             "The Express machine for small documents logs ERROR events only: each document's outcome (status, "
             "error) is recorded in the database by the pipeline itself, and logging ALL events would cost about as "
@@ -223,15 +268,43 @@ class Ingestion(Construct):
             )],
         )
 
+    def _grant_converting(self, function: lambda_.Function) -> None:
+        """Extract: Textract text detection (the `ocr` converter) and the callback-signing secret."""
+        function.add_to_role_policy(iam.PolicyStatement(actions=list(TEXTRACT_ACTIONS), resources=["*"]))
+        self.callback_secret.grant_read(function)
+        function.add_environment(c.ENV_CALLBACK_SECRET_ARN, self.callback_secret.secret_arn)
+        assert function.role is not None
+        ack(function.role, "AwsSolutions-IAM5[Resource::*]",
+            "Textract's DetectDocumentText, StartDocumentTextDetection and GetDocumentTextDetection support no "
+            "resource-level permissions (the service authorization reference lists no resource types for them); "
+            "Textract reads the object with this function's own s3:GetObject on projects/.")
+
+    def grant_events(self, bus: Any) -> None:
+        """The steps that end a run publish document.ready / document.failed on ``bus``."""
+        for handler, function in self.functions.items():
+            if STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS).publishes:
+                bus.grant_put_events_to(function)
+                function.add_environment(c.ENV_EVENT_BUS_NAME, bus.event_bus_name)
+
+    def grant_public_url(self, url: str) -> None:
+        """Extract hands converters URLs on the HTTP API (callback, and the document's presigned GET)."""
+        for handler, function in self.functions.items():
+            if STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS).converts:
+                function.add_environment(c.ENV_PUBLIC_URL, url)
+
     def grant_api(self, function: lambda_.Function) -> None:
         """What the API function needs: presign uploads / write text documents under projects/,
-        delete documents, and start (re-)ingestion runs."""
+        delete documents, start (re-)ingestion runs, and verify converter callbacks and resume the
+        runs that wait for them."""
         for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
             self._grant_objects(function, action, (PROJECTS,))
         self._grant_objects(function, "s3:DeleteObject", (WORK,))  # deleting a document drops its work files
         self._grant_list(function, (), any_key=True)  # re-ingest HEADs the stored object (404 vs 403)
         self.state_machine.grant_start_execution(function)
         self.express_state_machine.grant_start_execution(function)
+        self.state_machine.grant_task_response(function)
+        self.callback_secret.grant_read(function)
+        function.add_environment(c.ENV_CALLBACK_SECRET_ARN, self.callback_secret.secret_arn)
         function.add_environment(c.ENV_DOCUMENTS_BUCKET, self.bucket.bucket_name)
         function.add_environment(c.ENV_STATE_MACHINE_ARN, self.state_machine.state_machine_arn)
         function.add_environment(c.ENV_EXPRESS_STATE_MACHINE_ARN, self.express_state_machine.state_machine_arn)

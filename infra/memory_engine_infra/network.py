@@ -2,8 +2,9 @@
 
 With ``nat_gateways=0`` (the default) nothing in the VPC reaches the internet: the functions call
 AWS through a gateway endpoint (S3) and interface endpoints (Secrets Manager, Bedrock runtime,
-EventBridge, Step Functions). Set ``-c nat_gateways=1`` when functions must reach a non-AWS
-endpoint (e.g. an OpenAI-compatible model server); their subnets then get a route to a NAT gateway.
+EventBridge, Step Functions, Textract). Set ``-c nat_gateways=1`` when functions must reach a non-AWS
+endpoint (e.g. an OpenAI-compatible model server, or an ``http`` converter of an ingestion rule on
+the internet); their subnets then get a route to a NAT gateway.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "EventBridge": ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
     "StepFunctions": ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS,
+    "Textract": ec2.InterfaceVpcEndpointAwsService.TEXTRACT,  # the `ocr` converter of ingestion rules
     "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
 }
 

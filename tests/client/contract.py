@@ -17,6 +17,8 @@ from memory_engine_client._core import OPERATIONS
 EXCLUDED = {
     ("POST", "/v1/events"): "local-only EventBridge stand-in",
     ("PUT", "/v1/local-uploads/{token}"): "local-only S3 stand-in; reached through upload_document's URL",
+    ("GET", "/v1/local-downloads/{token}"): "local-only S3 stand-in; converters GET the download_url the engine sends",
+    ("POST", "/v1/converter-callbacks/{token}"): "converters POST to the callback_url the engine sends (docs/ingestion.md)",
     ("POST", "/v1/mcp"): "MCP clients speak it (the mcp SDK), see docs/mcp.md",
     ("GET", "/v1/openapi.json"): "the document itself",
 }

@@ -23,6 +23,7 @@ from memory_engine_client import (
     models,
 )
 from tests.client.contract import compare_operations
+from tests.support.converter import converter_service
 from tests.support.engine import RunningEngine, running_engine
 
 
@@ -324,3 +325,36 @@ def test_the_async_client_lifecycle(engine: RunningEngine, tmp_path: Path) -> No
                 [line async for line in me.export_memory(memory.id)]
 
     anyio.run(scenario)
+
+
+def test_ingestion_rules_and_a_deferred_converter_over_http(engine: RunningEngine) -> None:
+    """Given a live engine and a converter that answers pending, then fetches the file from its signed
+    download URL and POSTs the pages to its signed callback URL over HTTP (as a real one would), When an
+    upload of a type only that converter reads arrives, Then the document becomes ready and searchable."""
+    with converter_service() as converter, \
+            MemoryEngineClient(engine.base_url, engine.key("client-rules", "admin")) as admin:
+        rule = admin.create_ingestion_rule("application/x-logbook", {"type": "http", "url": converter.url("/deferred")},
+                                           file_delivery="download_url", chunk_strategy="page")
+        assert isinstance(rule.converter, models.HttpConverter) and rule.file_delivery == "download_url"
+        assert [r.id for r in admin.list_ingestion_rules().data] == [rule.id]
+        assert admin.get_ingestion_rule(rule.id).content_type_glob == "application/x-logbook"
+        with pytest.raises(UnprocessableEntityError):
+            admin.create_ingestion_rule("not a glob", {"type": "ocr"})
+        upload = admin.upload_document("/logs/voyage.log", b"gale from the north west\fanchored in the bay",
+                                       content_type="application/x-logbook")
+        deadline = datetime.now(UTC) + timedelta(seconds=60)
+        doc = next(d for d in admin.iter_documents(path_prefix="/logs/"))
+        while doc.status in ("pending", "processing") and datetime.now(UTC) < deadline:
+            anyio.run(anyio.sleep, 0.2)
+            doc = admin.get_document(doc.id)
+        assert doc.status == "ready", (doc.error, converter.callbacks)
+        assert doc.total_pages == 2 and doc.ingestion_rule_id == rule.id and upload.key
+        assert converter.callbacks[-1][0] == 200 and converter.callbacks[-1][1]["status"] == "accepted"
+        assert converter.last()["body"]["callback_url"].startswith(engine.base_url)
+        hits = admin.search("gale north west", document_paths=["/logs/"]).results
+        assert hits and isinstance(hits[0], models.DocumentResult) and hits[0].page == 1
+        replaced = admin.replace_ingestion_rule(rule.id, "application/x-logbook", {"type": "ocr"})
+        assert isinstance(replaced.converter, models.OcrConverter)
+        admin.delete_ingestion_rule(rule.id)
+        with pytest.raises(NotFoundError):
+            admin.get_ingestion_rule(rule.id)

@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from memory_engine import constants as c
-from memory_engine.domain.pipeline import EXPRESS_TIMEOUT_SECONDS, SMALL_DOCUMENT_BYTES, STEP_FUNCTION_NAMES
+from memory_engine.domain.pipeline import (
+    EXPRESS_TIMEOUT_SECONDS,
+    SMALL_DOCUMENT_BYTES,
+    STEP_FUNCTION_NAMES,
+    build_asl,
+)
 from memory_engine.settings import AWS_REQUIREMENTS
 from tests.infra.conftest import Synthesized
 
@@ -182,11 +187,13 @@ def test_queue_has_dlq_and_visibility_of_six_consumer_timeouts(synthesized: Synt
 
 
 def test_consumer_may_put_events_only_on_its_bus_and_no_other_function_may(synthesized: Synthesized) -> None:
-    # the extraction consumer (memory.extraction.completed) and the API (memory.forgotten, issue 15)
+    # the extraction consumer (memory.extraction.completed), the API (memory.forgotten, issue 15) and the
+    # ingestion steps that end a run (document.ready / document.failed, issue 14)
     bus_id = next(iter(synthesized.resources("AWS::Events::EventBus")))
     for name, (logical_id, props) in functions_by_handler(synthesized).items():
         resources = granted(synthesized, logical_id, "events:PutEvents")
-        if name.startswith(("memory-engine-extraction:", "memory-engine-api:")):
+        if name.startswith(("memory-engine-extraction:", "memory-engine-api:", "memory-engine-ingestion-finalize:",
+                            "memory-engine-ingestion-mark-failed:")):
             assert resources == [{"Fn::GetAtt": [bus_id, "Arn"]}]
             assert props["Environment"]["Variables"][c.ENV_EVENT_BUS_NAME] == {"Ref": bus_id}
         else:
@@ -254,10 +261,12 @@ def test_both_state_machines_run_the_one_pipeline_definition_with_retry_and_catc
     by_kind = machines(synthesized)
     standard, express = by_kind["STANDARD"][1], by_kind["EXPRESS"][1]
     definition, express_definition = json.loads(standard["DefinitionString"]), json.loads(express["DefinitionString"])
-    # the same states; only the bound on a whole execution differs (Express stops at 5 minutes)
-    assert definition.pop("TimeoutSeconds") == 7200 and express_definition.pop("TimeoutSeconds") == EXPRESS_TIMEOUT_SECONDS
-    assert definition == express_definition
-    assert standard["DefinitionSubstitutions"] == express["DefinitionSubstitutions"]
+    # both built from the one pipeline definition; Express stops at 5 minutes and, unable to wait for a
+    # task token, hands a run awaiting a converter's callback to the Standard machine
+    assert definition == build_asl(timeout_seconds=7200)
+    assert express_definition == build_asl(timeout_seconds=EXPRESS_TIMEOUT_SECONDS, express=True)
+    assert express["DefinitionSubstitutions"] == {
+        **standard["DefinitionSubstitutions"], "StandardStateMachineArn": {"Ref": machines(synthesized)["STANDARD"][0]}}
     props = standard
     states = definition["States"]
     for name in ("Register", "Extract", "Chunk", "EmbedBatches", "Finalize", "MarkFailed", "IngestionFailed"):
@@ -291,7 +300,8 @@ def test_state_machine_roles_invoke_exactly_the_pipeline_functions(synthesized: 
                 if "lambda:InvokeFunction" in actions_of(st):
                     for r in resources_of(st):
                         invoked.add(r["Fn::GetAtt"][0] if "Fn::GetAtt" in r else r["Fn::Join"][1][0]["Fn::GetAtt"][0])
-        expected = {ref["Fn::GetAtt"][0] for ref in machine["DefinitionSubstitutions"].values()}
+        expected = {ref["Fn::GetAtt"][0] for name, ref in machine["DefinitionSubstitutions"].items()
+                    if name in STEP_FUNCTION_NAMES}
         assert invoked == expected
 
 
@@ -307,6 +317,113 @@ def test_only_the_api_function_may_start_executions_of_either_machine(synthesize
             assert env[c.ENV_EXPRESS_STATE_MACHINE_ARN] == {"Ref": by_kind["EXPRESS"][0]}
         else:
             assert resources == [], name
+
+
+# --- converters: the task-token wait, the callback route, Textract (issue 14) -------------------------
+
+def test_the_standard_machine_waits_for_the_converter_callback_with_a_task_token(synthesized: Synthesized) -> None:
+    by_kind = machines(synthesized)
+    states = json.loads(by_kind["STANDARD"][1]["DefinitionString"])["States"]
+    wait = states["AwaitConversion"]
+    assert wait["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+    assert wait["Parameters"]["Payload"]["task_token.$"] == "$$.Task.Token"
+    assert wait["Parameters"]["FunctionName"] == "${AwaitConversionFunctionArn}"
+    assert wait["TimeoutSecondsPath"] == "$.awaiting_conversion.deadline_seconds"
+    assert wait["Catch"][0]["Next"] == "MarkFailed" and wait["Next"] == "Chunk"
+    logical_id = by_kind["STANDARD"][1]["DefinitionSubstitutions"]["AwaitConversionFunctionArn"]["Fn::GetAtt"][0]
+    assert synthesized.properties(logical_id)["Handler"] == "handler.await_conversion"
+    # the Express machine (no task tokens there) may start the Standard one, and nothing else may but the API
+    express_role = by_kind["EXPRESS"][1]["RoleArn"]["Fn::GetAtt"][0]
+    started = [r for policy in synthesized.resources("AWS::IAM::Policy").values()
+               if {"Ref": express_role} in policy["Properties"]["Roles"]
+               for st in policy["Properties"]["PolicyDocument"]["Statement"] if "states:StartExecution" in actions_of(st)
+               for r in resources_of(st)]
+    assert started == [{"Ref": by_kind["STANDARD"][0]}]
+
+
+def test_the_ingestion_resources_have_no_dependency_cycle(synthesized: Synthesized) -> None:
+    """CloudFormation refuses a cycle, e.g. a step function whose default policy names the machine that
+    invokes it (AwaitConversion resumes runs of that machine: its policy is a separate one)."""
+    resources = {k: v for k, v in synthesized.template["Resources"].items() if k.startswith("Ingestion")}
+
+    def references(value: Any) -> set[str]:
+        found: set[str] = set()
+        if isinstance(value, dict):
+            if isinstance(value.get("Ref"), str):
+                found.add(value["Ref"])
+            if isinstance(value.get("Fn::GetAtt"), list):
+                found.add(value["Fn::GetAtt"][0])
+            if "Fn::Sub" in value:
+                found.update(re.findall(r"\$\{([A-Za-z0-9]+)[.}]", json.dumps(value["Fn::Sub"])))
+            for item in value.values():
+                found |= references(item)
+        elif isinstance(value, list):
+            for item in value:
+                found |= references(item)
+        return found
+
+    graph: dict[str, set[str]] = {}
+    for logical_id, resource in resources.items():
+        depends = resource.get("DependsOn", [])
+        depends = [depends] if isinstance(depends, str) else depends
+        graph[logical_id] = (references(resource.get("Properties", {})) | set(depends)) & set(resources)
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        if state.get(node) == 2:
+            return
+        assert state.get(node) != 1, " -> ".join([*path, node])
+        state[node] = 1
+        for nxt in graph[node]:
+            visit(nxt, [*path, node])
+        state[node] = 2
+
+    for node in graph:
+        visit(node, [])
+
+
+def test_only_the_callback_route_and_await_conversion_resume_waiting_runs(synthesized: Synthesized) -> None:
+    standard = machines(synthesized)["STANDARD"][0]
+    for name, (logical_id, _) in functions_by_handler(synthesized).items():
+        for action in ("states:SendTaskSuccess", "states:SendTaskFailure"):
+            resources = granted(synthesized, logical_id, action)
+            if name.startswith(("memory-engine-api:", "memory-engine-ingestion-await-conversion:")):
+                assert resources == [{"Ref": standard}], (name, action)
+            else:
+                assert resources == [], (name, action)
+
+
+def test_the_callback_route_is_deployed_on_the_api_function_without_an_authorizer(synthesized: Synthesized) -> None:
+    routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
+    callback = routes["POST /v1/converter-callbacks/{token}"]
+    assert "AuthorizerId" not in callback  # the signed, expiring URL is the credential
+    integration_id = callback["Target"]["Fn::Join"][1][1]["Ref"]
+    uri = synthesized.resources("AWS::ApiGatewayV2::Integration")[integration_id]["Properties"]["IntegrationUri"]
+    assert uri["Fn::GetAtt"][0] == function(synthesized, "api")[0]
+    assert "GET /v1/local-downloads/{proxy+}" not in routes
+
+
+def test_textract_and_the_callback_secret_are_granted_to_extract_only(synthesized: Synthesized) -> None:
+    (secret_id,) = [k for k, v in synthesized.resources("AWS::SecretsManager::Secret").items()
+                    if "converter callback" in v["Properties"].get("Description", "")]
+    api_id = next(iter(synthesized.resources("AWS::ApiGatewayV2::Api")))
+    for name, (logical_id, props) in functions_by_handler(synthesized).items():
+        textract = {a for st in role_statements(synthesized, logical_id) for a in actions_of(st) if a.startswith("textract:")}
+        secret_readers = granted(synthesized, logical_id, "secretsmanager:GetSecretValue")
+        env = props["Environment"]["Variables"]
+        if name.startswith("memory-engine-ingestion-extract:"):
+            assert textract == {"textract:DetectDocumentText", "textract:StartDocumentTextDetection",
+                                "textract:GetDocumentTextDetection"}
+            # Textract reads the upload with the caller's credentials: Extract may read projects/
+            assert any(r["Fn::Join"][1][-1] == "/projects/*" for r in granted(synthesized, logical_id, "s3:GetObject"))
+            assert {"Ref": secret_id} in secret_readers and env[c.ENV_CALLBACK_SECRET_ARN] == {"Ref": secret_id}
+            assert api_id in json.dumps(env[c.ENV_PUBLIC_URL])  # callback URLs point at the HTTP API
+        elif name.startswith("memory-engine-api:"):
+            assert not textract and {"Ref": secret_id} in secret_readers  # verifies callback URLs
+        else:
+            assert not textract and {"Ref": secret_id} not in secret_readers, name
+    services = json.dumps([e["Properties"]["ServiceName"] for e in synthesized.resources("AWS::EC2::VPCEndpoint").values()])
+    assert "textract" in services
 
 
 def test_pipeline_steps_touch_only_their_s3_prefixes(synthesized: Synthesized) -> None:

@@ -14,18 +14,21 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.errors import ConfigurationError
+from memory_engine.errors import ConfigurationError, DependencyError
 from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.ports.embedder import Embedder
-from memory_engine.settings import ChatProvider, EmbeddingProvider, Runtime, Settings
+from memory_engine.settings import DEFAULT_CLIENT_URL, ChatProvider, EmbeddingProvider, Runtime, Settings
 
 if TYPE_CHECKING:
+    from memory_engine.domain.converter_protocol import CallbackUrls
     from memory_engine.ports.blobs import BlobStore, UploadInbox
+    from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
     from memory_engine.ports.documents import DocumentRepository
     from memory_engine.ports.entries import EntryRepository, MemoryRepository
     from memory_engine.ports.episodes import EpisodeRepository
     from memory_engine.ports.events import DeadLetterSink, EventPublisher, EventQueue
     from memory_engine.ports.extraction_runs import ExtractionRunRepository
+    from memory_engine.ports.ingestion_rules import IngestionRuleRepository
     from memory_engine.ports.lifecycle import ExpiryRepository, ImportRepository, LifecycleRepository
     from memory_engine.ports.ocr import OcrEngine
     from memory_engine.ports.pipeline import PipelineStarter
@@ -203,6 +206,49 @@ class Container:
         return build_ocr_engine(self.settings, self.boto_client)
 
     @cached_property
+    def ingestion_rules(self) -> IngestionRuleRepository:
+        from memory_engine.adapters.postgres.ingestion_rules import PostgresIngestionRuleRepository
+
+        return PostgresIngestionRuleRepository(self.database)
+
+    @cached_property
+    def conversions(self) -> ConversionRepository:
+        from memory_engine.adapters.postgres.conversions import PostgresConversionRepository
+
+        return PostgresConversionRepository(self.database)
+
+    @cached_property
+    def callback_urls(self) -> CallbackUrls:
+        """Signs converter callback URLs: the secret from Secrets Manager
+        (CONVERTER_CALLBACK_SECRET_ARN) on AWS, a file under $MEMORY_ENGINE_HOME locally; the public
+        origin from MEMORY_ENGINE_PUBLIC_URL (locally the engine sets its own address once it listens)."""
+        from memory_engine.domain.converter_protocol import CallbackUrls
+
+        s = self.settings
+
+        def secret() -> bytes:
+            if s.callback_secret_arn:
+                try:
+                    value = self.boto_client("secretsmanager").get_secret_value(SecretId=s.callback_secret_arn)
+                except Exception as exc:  # botocore's errors: the callback signer is a dependency
+                    raise DependencyError(f"the converter callback secret cannot be read: {exc}") from exc
+                return str(value["SecretString"]).encode()
+            if s.runtime is Runtime.AWS:
+                raise ConfigurationError("CONVERTER_CALLBACK_SECRET_ARN is not set: converter callbacks cannot be signed")
+            from memory_engine.adapters.local.files import read_or_create_secret
+
+            return read_or_create_secret(s.home / CALLBACK_SECRET_FILE)
+
+        return CallbackUrls(secret, s.public_url or DEFAULT_CLIENT_URL, s.converter_deadline_seconds)
+
+    @cached_property
+    def task_callbacks(self) -> TaskCallbacks:
+        """Resumes a run waiting for a converter's callback: Step Functions on AWS."""
+        from memory_engine.adapters.stepfunctions.task_tokens import StepFunctionsTaskCallbacks
+
+        return StepFunctionsTaskCallbacks(self.boto_client("stepfunctions"))
+
+    @cached_property
     def ingestion_ports(self) -> IngestionPorts:
         from memory_engine.adapters.extractors import native_extractors
         from memory_engine.adapters.extractors.http_converter import HttpConverter
@@ -210,7 +256,9 @@ class Container:
 
         return IngestionPorts(
             documents=self.documents, blobs=self.blob_store, embedder=self.ingestion_embedder, projects=self.projects,
-            extractors=native_extractors(), converter=HttpConverter(), ocr=self.ocr_engine,
+            extractors=native_extractors(), converter=HttpConverter(), ocr=self.ocr_engine, conversions=self.conversions,
+            callback_urls=self.callback_urls, task_callbacks=self.task_callbacks,
+            events=self.event_publisher,
         )
 
     @cached_property
@@ -305,6 +353,10 @@ class Container:
     def close(self) -> None:
         if "database" in self.__dict__:
             self.database.close()
+
+
+#: The file under ``$MEMORY_ENGINE_HOME`` holding the converter-callback HMAC secret (local shape).
+CALLBACK_SECRET_FILE = "converter-callback.key"
 
 
 _installed: Container | None = None

@@ -23,6 +23,11 @@ ENV_INGEST_WORKERS = "INGEST_WORKERS"  # local shape: ingestion runs in flight a
 ENV_OCR_ENGINE = "OCR_ENGINE"  # the built-in ocr converter: auto | tesseract | textract | none
 ENV_OCR_LANGUAGES = "OCR_LANGUAGES"  # Tesseract's -l, e.g. eng or deu+eng
 ENV_FOREGROUND_WAIT_MS = "FOREGROUND_WAIT_MS"  # local shape: how long an ingestion model call waits for requests in flight
+#: The API's public origin, for URLs the engine hands out (converter callback and download URLs);
+#: locally the engine's own address by default, on AWS the HTTP API's endpoint (set by the CDK app)
+ENV_PUBLIC_URL = "MEMORY_ENGINE_PUBLIC_URL"
+#: How long ingestion waits for a converter that answered `pending` (its callback URL expires then too)
+ENV_CONVERTER_DEADLINE_SECONDS = "CONVERTER_DEADLINE_SECONDS"
 #: Seconds an authenticated API key is cached per process (revocation takes effect within it).
 ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
 
@@ -36,6 +41,8 @@ ENV_STATE_MACHINE_ARN = "INGESTION_STATE_MACHINE_ARN"
 ENV_EXPRESS_STATE_MACHINE_ARN = "INGESTION_EXPRESS_STATE_MACHINE_ARN"
 ENV_EXTRACTION_DLQ_URL = "EXTRACTION_DLQ_URL"  # rejected (invalid) events go here at once, with the reason
 ENV_RUNTIME = "MEMORY_ENGINE_RUNTIME"  # "aws" or "local"
+#: Secrets Manager secret whose value signs converter callback URLs (locally a file under $MEMORY_ENGINE_HOME)
+ENV_CALLBACK_SECRET_ARN = "CONVERTER_CALLBACK_SECRET_ARN"
 
 # --- local runtime only ---
 #: Where the local runtime loads ``<name>/handler.py`` from (default: the repository's functions/).
@@ -49,6 +56,8 @@ EVENT_SOURCE = "memory-engine"
 DETAIL_TYPE_TURN_COMPLETED = "turn.completed"
 DETAIL_TYPE_EXTRACTION_COMPLETED = "memory.extraction.completed"
 DETAIL_TYPE_MEMORY_FORGOTTEN = "memory.forgotten"
+DETAIL_TYPE_DOCUMENT_READY = "document.ready"
+DETAIL_TYPE_DOCUMENT_FAILED = "document.failed"
 
 # Which Lambda serves which HTTP route. The CDK app wires API Gateway from this table and the
 # local dev server dispatches with it, so both shapes send a request to the same handler.
@@ -59,8 +68,8 @@ FUNCTION_EXTRACTION = "extraction"
 FUNCTION_EXPIRY = "expiry"
 SEARCH_ROUTES = ("POST /v1/knowledge/search",)
 #: Routes of the API function deployed as explicit API Gateway routes (everything else reaches it via $default).
-API_ROUTES = ("POST /v1/mcp",)
-LOCAL_ONLY_ROUTES = ("POST /v1/events", "PUT /v1/local-uploads/{proxy+}")
+API_ROUTES = ("POST /v1/mcp", "POST /v1/converter-callbacks/{token}")
+LOCAL_ONLY_ROUTES = ("POST /v1/events", "PUT /v1/local-uploads/{proxy+}", "GET /v1/local-downloads/{proxy+}")
 #: The web console's static files, served by the API function (memory_engine/http/console.py). Named
 #: routes so the console keeps working whatever else $default does; `/console/` itself (a trailing
 #: slash, which HTTP API route keys cannot end with) reaches the API function through $default.

@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     key_cache_seconds: float | None = Field(None, ge=0, le=3600, validation_alias=_env(c.ENV_KEY_CACHE_SECONDS))
     ocr_engine: OcrProvider = Field(OcrProvider.AUTO, validation_alias=_env(c.ENV_OCR_ENGINE))
     ocr_languages: str = Field("eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$", validation_alias=_env(c.ENV_OCR_LANGUAGES))
+    public_url: str | None = Field(None, validation_alias=_env(c.ENV_PUBLIC_URL))
+    #: at most 115 minutes: the Standard state machine's execution ends after 2 hours
+    converter_deadline_seconds: int = Field(3600, ge=1, le=6900, validation_alias=_env(c.ENV_CONVERTER_DEADLINE_SECONDS))
+    callback_secret_arn: str | None = Field(None, validation_alias=_env(c.ENV_CALLBACK_SECRET_ARN))
 
     @field_validator("embedding_provider", "chat_provider", "runtime", "ocr_engine", mode="before")
     @classmethod

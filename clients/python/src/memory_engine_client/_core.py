@@ -79,6 +79,12 @@ OPERATIONS: dict[str, Operation] = {
     "document_status": Operation("GET", "/v1/documents/{document_id}/status", None, m.DocumentStatusView, True),
     "delete_document": Operation("DELETE", "/v1/documents/{document_id}", None, None, True),
     "reingest_document": Operation("POST", "/v1/documents/{document_id}/ingest", m.ReingestRequest, m.Document, False),
+    "create_ingestion_rule": Operation("POST", "/v1/ingestion-rules", m.IngestionRuleFields, m.IngestionRule, False),
+    "list_ingestion_rules": Operation("GET", "/v1/ingestion-rules", None, m.IngestionRulePage, True),
+    "get_ingestion_rule": Operation("GET", "/v1/ingestion-rules/{rule_id}", None, m.IngestionRule, True),
+    "replace_ingestion_rule": Operation("PUT", "/v1/ingestion-rules/{rule_id}", m.IngestionRuleFields,
+                                        m.IngestionRule, True),
+    "delete_ingestion_rule": Operation("DELETE", "/v1/ingestion-rules/{rule_id}", None, None, True),
     "embed": Operation("POST", "/v1/embeddings", m.EmbeddingsRequest, m.EmbeddingsResponse, True),
 }
 

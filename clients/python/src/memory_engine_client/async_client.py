@@ -318,6 +318,27 @@ class AsyncMemoryEngineClient:
     async def reingest_document(self, document_id: str, **fields: Any) -> m.Document:
         return await self._send(build("reingest_document", path_params={"document_id": document_id}, body=fields))  # type: ignore[no-any-return]
 
+    # --- ingestion rules (admin scope to change them) ---
+    async def create_ingestion_rule(self, content_type_glob: str, converter: Mapping[str, Any],
+                                    **fields: Any) -> m.IngestionRule:
+        """``converter``: ``{"type": "http", "url", "headers"?, "timeout_s"?}`` or ``{"type": "ocr"}``."""
+        body = {"content_type_glob": content_type_glob, "converter": dict(converter), **fields}
+        return await self._send(build("create_ingestion_rule", body=body))  # type: ignore[no-any-return]
+
+    async def list_ingestion_rules(self) -> m.IngestionRulePage:
+        return await self._send(build("list_ingestion_rules"))  # type: ignore[no-any-return]
+
+    async def get_ingestion_rule(self, rule_id: str) -> m.IngestionRule:
+        return await self._send(build("get_ingestion_rule", path_params={"rule_id": rule_id}))  # type: ignore[no-any-return]
+
+    async def replace_ingestion_rule(self, rule_id: str, content_type_glob: str, converter: Mapping[str, Any],
+                                     **fields: Any) -> m.IngestionRule:
+        body = {"content_type_glob": content_type_glob, "converter": dict(converter), **fields}
+        return await self._send(build("replace_ingestion_rule", path_params={"rule_id": rule_id}, body=body))  # type: ignore[no-any-return]
+
+    async def delete_ingestion_rule(self, rule_id: str) -> None:
+        await self._send(build("delete_ingestion_rule", path_params={"rule_id": rule_id}))
+
     # --- embeddings ---
     async def embed(self, input: str | list[str]) -> m.EmbeddingsResponse:
         body = {"input": input} if isinstance(input, str) else {"inputs": input}

@@ -28,6 +28,9 @@ WriteAction = Literal["created", "skipped", "updated", "superseded"]
 BatchWriteAction = Literal["created", "updated", "skipped", "superseded", "rejected"]
 SearchPreset = Literal["hybrid", "vector_only", "keyword_only", "entity_only", "rrf_v1"]
 ExtractionRunStatus = Literal["running", "completed", "failed"]
+NativeExtraction = Literal["first", "skip"]
+FileDelivery = Literal["base64", "download_url"]
+ChunkSource = Literal["request", "rule", "default"]
 
 
 # --- requests ---
@@ -160,6 +163,34 @@ class ReingestRequest(RequestModel):
     chunk_size: int | None = None
     chunk_overlap: int | None = None
     wait: bool = False
+
+
+class HttpConverter(RequestModel):
+    """Your service, spoken to with the converter protocol (docs/ingestion.md)."""
+
+    type: Literal["http"]
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 60.0
+
+
+class OcrConverter(RequestModel):
+    """The built-in OCR (Tesseract locally, Amazon Textract on AWS)."""
+
+    type: Literal["ocr"]
+
+
+Converter = Annotated[HttpConverter | OcrConverter, Field(discriminator="type")]
+
+
+class IngestionRuleFields(RequestModel):
+    content_type_glob: str
+    converter: Converter
+    native_extraction: NativeExtraction = "first"
+    file_delivery: FileDelivery = "base64"
+    chunk_strategy: ChunkStrategy | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
 
 
 class EmbeddingsRequest(RequestModel):
@@ -398,6 +429,8 @@ class Document(ResponseModel):
     chunk_strategy: ChunkStrategy
     chunk_size: int
     chunk_overlap: int
+    chunk_settings_source: ChunkSource = "default"
+    ingestion_rule_id: str | None = None
     status: DocumentStatus
     total_pages: int | None = None
     total_chunks: int | None = None
@@ -411,6 +444,25 @@ class Document(ResponseModel):
 
 class DocumentPage(ResponseModel):
     data: list[Document]
+    next_cursor: str | None
+
+
+class IngestionRule(ResponseModel):
+    id: str
+    project_id: str
+    content_type_glob: str
+    converter: Converter
+    native_extraction: NativeExtraction = "first"
+    file_delivery: FileDelivery = "base64"
+    chunk_strategy: ChunkStrategy | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class IngestionRulePage(ResponseModel):
+    data: list[IngestionRule]
     next_cursor: str | None
 
 

@@ -42,6 +42,11 @@ class ChunkStrategy(str, Enum):
     RECURSIVE = "recursive"  # headings, paragraphs, sentences, words within chunk_size
 
 
+#: Where a document's chunk settings came from: the request's fields, the matching ingestion rule,
+#: or the entry point's default (``page`` for files, ``whole`` for text).
+ChunkSource = Literal["request", "rule", "default"]
+
+
 class DocumentStatus(str, Enum):
     PENDING = "pending"
     PROCESSING = "processing"
@@ -95,6 +100,8 @@ class Document(BaseModel):
     chunk_strategy: ChunkStrategy
     chunk_size: int
     chunk_overlap: int
+    chunk_settings_source: ChunkSource = "default"
+    ingestion_rule_id: str | None = None
     status: DocumentStatus
     total_pages: int | None = None
     total_chunks: int | None = None
@@ -176,6 +183,14 @@ class ChunkBatchRef(BaseModel):
     count: int
 
 
+class ConversionWait(BaseModel):
+    """The converter answered ``{"status": "pending"}``: its pages come through the callback URL
+    within ``deadline_seconds``."""
+
+    converter_url: str
+    deadline_seconds: int = Field(ge=1)
+
+
 class DocumentRun(BaseModel):
     """The state passed between steps (input of Extract/Chunk/Finalize, output of each)."""
 
@@ -190,6 +205,15 @@ class DocumentRun(BaseModel):
     total_pages: int | None = None
     total_chunks: int | None = None
     batches: list[ChunkBatchRef] = Field(default_factory=list)
+    #: set by Extract when the converter answered ``pending``: AwaitConversion waits for its callback
+    awaiting_conversion: ConversionWait | None = None
+
+
+class AwaitConversionInput(BaseModel):
+    """The AwaitConversion task's input: the run and the Step Functions task token of the waiting state."""
+
+    run: DocumentRun
+    task_token: str = Field(min_length=1, max_length=8192)
 
 
 class EmbedBatchInput(BaseModel):
@@ -238,6 +262,7 @@ class FailedRun(BaseModel):
     document_id: str | None = None
     generation: int | None = None
     detail: S3ObjectCreatedDetail | None = None
+    awaiting_conversion: ConversionWait | None = None
     failure: StepFailure
 
 

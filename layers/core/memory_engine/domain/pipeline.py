@@ -11,8 +11,14 @@ Two things are built from :data:`PIPELINE`:
 Data flow (every payload is a :class:`memory_engine.domain.documents.DocumentRun` except where noted)::
 
     S3 "Object Created" event ─► Register ─► (skip? ─► Unchanged)
-    DocumentRun (API re-ingest) ─────────────► Extract ─► Chunk ─► EmbedBatches (Map) ─► Finalize
+    DocumentRun (API re-ingest) ─────────────► Extract ─► (converter answered pending? ─► AwaitConversion)
+                                               ─► Chunk ─► EmbedBatches (Map) ─► Finalize
     any error ─► MarkFailed ─► IngestionFailed (Fail)
+
+AwaitConversion waits for a task token (``.waitForTaskToken`` on AWS; the local runner polls):
+the converter's callback resumes it, its timeout is the conversion's deadline. Express state
+machines cannot wait for a task token, so the Express build hands such a run to the Standard
+machine (``${StandardStateMachineArn}``), whose Route sends it straight to AwaitConversion.
 
 Steps raise *named* errors (the exception class name is the Lambda ``errorType`` that ASL
 matches): content problems (``EncryptedPdf``, ``NoTextLayer``, ...) are never retried and go
@@ -97,6 +103,12 @@ class Step:
     map: MapSpec | None = None
     #: ``(field, state)``: when the step's output has ``field`` true, the run stops at ``state``.
     stop_when: tuple[str, str] | None = None
+    #: the step runs only when the payload's ``only_when`` field is set (not null); else it is passed over
+    only_when: str | None = None
+    #: the step waits for a task token (its input is ``{"run": <state>, "task_token"}``, its output
+    #: what the token's sender sends); ``timeout_path`` is the payload field holding its timeout in seconds
+    waits_for_token: bool = False
+    timeout_path: str | None = None
     comment: str = ""
 
 
@@ -139,7 +151,14 @@ REGISTER = Step(
 )
 EXTRACT = Step(
     "Extract", "extract", "ExtractFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
-    comment="object -> pages of text, stored as one S3 object under _work/",
+    comment="object -> pages of text, stored as one S3 object under _work/ (or a converter's `pending`)",
+)
+#: The payload field Extract sets when the converter answered ``pending`` (a ConversionWait).
+AWAITING_FIELD = "awaiting_conversion"
+AWAIT_CONVERSION = Step(
+    "AwaitConversion", "await_conversion", "AwaitConversionFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
+    only_when=AWAITING_FIELD, waits_for_token=True, timeout_path=f"{AWAITING_FIELD}.deadline_seconds",
+    comment="wait for the converter's callback (task token); its timeout is the conversion's deadline",
 )
 CHUNK = Step(
     "Chunk", "chunk", "ChunkFunctionArn", (LAMBDA_RETRY, DEPENDENCY_RETRY),
@@ -160,10 +179,11 @@ MARK_FAILED = Step(
 )
 
 #: The ordered steps. The ASL and the local runner are both built from this tuple.
-PIPELINE: tuple[Step, ...] = (REGISTER, EXTRACT, CHUNK, EMBED, FINALIZE)
+PIPELINE: tuple[Step, ...] = (REGISTER, EXTRACT, AWAIT_CONVERSION, CHUNK, EMBED, FINALIZE)
 #: Extract and Chunk as one pass whose batches enter EmbedBatches while later pages are parsed
 #: (``services.ingestion.steps.extract_and_chunk``): a long PDF's ingestion is bound by the model,
-#: not the parser (docs/ingestion.md "Streaming").
+#: not the parser (docs/ingestion.md "Streaming"). A run whose converter answers ``pending`` stops
+#: the pass after Extract and goes on through AwaitConversion, Chunk and EmbedBatches.
 STREAMED = Streamed(producers=(EXTRACT, CHUNK), consumer=EMBED, handler="extract_and_chunk")
 #: Where any step's failure goes (after its retries).
 FAILURE_HANDLER: Step = MARK_FAILED
@@ -177,9 +197,26 @@ FAILURE_FIELD = "failure"
 STEP_FUNCTION_NAMES: dict[str, str] = {s.function_placeholder: s.handler for s in (*PIPELINE, FAILURE_HANDLER)}
 
 
+#: The Standard machine's ARN in the Express build (the hand-off of a run awaiting a callback).
+STANDARD_MACHINE_PLACEHOLDER = "StandardStateMachineArn"
+HANDED_OFF_STATE = "HandedOffToStandard"
+
+
 def entry_step(payload: dict[str, Any]) -> Step:
     """The step a payload enters at (the ``Route`` choice state of the ASL)."""
+    if payload.get(AWAITING_FIELD) is not None:
+        return AWAIT_CONVERSION
     return PIPELINE[1] if RUN_MARKER_FIELD in payload else PIPELINE[0]
+
+
+def _is_set(field_name: str) -> dict[str, Any]:
+    """An ASL condition: the field is present and not null."""
+    return {"And": [{"Variable": f"$.{field_name}", "IsPresent": True}, {"Variable": f"$.{field_name}", "IsNull": False}]}
+
+
+def _entry_state(step: Step) -> str:
+    """The state a run enters ``step`` by (its condition's Choice when it has ``only_when``)."""
+    return f"{step.name}Needed" if step.only_when else step.name
 
 
 @dataclass
@@ -204,6 +241,37 @@ class _Builder:
             state["Next"] = next_state
         return state
 
+    def waiting_task(self, step: Step, next_state: str) -> dict[str, Any]:
+        """A ``.waitForTaskToken`` Lambda task: the function gets the run and the token; the
+        state's output is what ``SendTaskSuccess`` sends."""
+        state = self.task(step, next_state)
+        state["Resource"] = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+        state["Parameters"] = {"FunctionName": f"${{{step.function_placeholder}}}",
+                               "Payload": {"run.$": "$", "task_token.$": "$$.Task.Token"}}
+        del state["OutputPath"]
+        if step.timeout_path:
+            state["TimeoutSecondsPath"] = f"$.{step.timeout_path}"
+        return state
+
+    def hand_off(self, step: Step) -> dict[str, Any]:
+        """Express machines cannot wait for a task token: start the Standard machine with the run
+        (its Route enters at ``step``); the name makes a repeated hand-off one execution."""
+        return {
+            "Type": "Task",
+            "Comment": f"Express cannot wait for a task token: the Standard machine runs {step.name} and the rest",
+            "Resource": "arn:aws:states:::states:startExecution",
+            "Parameters": {
+                "StateMachineArn": f"${{{STANDARD_MACHINE_PLACEHOLDER}}}",
+                "Input.$": "$",
+                "Name.$": "States.Format('{}-g{}-converted', $.document_id, $.generation)",
+            },
+            "Retry": [RetryPolicy(("StepFunctions.AWSStepFunctionsException", "States.TaskFailed"),
+                                  interval_seconds=2, max_attempts=3).to_asl()],
+            "Catch": [{"ErrorEquals": [CATCH_ALL], "ResultPath": f"$.{FAILURE_FIELD}", "Next": MARK_FAILED.name}],
+            "ResultPath": None,
+            "Next": HANDED_OFF_STATE,
+        }
+
     def map_state(self, step: Step, next_state: str) -> dict[str, Any]:
         assert step.map is not None
         inner = self.task(step, None, catch=False)  # the Map's own Catch routes failures
@@ -227,26 +295,39 @@ class _Builder:
         }
 
 
-def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY, timeout_seconds: int | None = None) -> dict[str, Any]:
+def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY, timeout_seconds: int | None = None, *,
+              express: bool = False) -> dict[str, Any]:
     """The state machine definition (Amazon States Language) of :data:`PIPELINE`.
 
     Input: the EventBridge S3 "Object Created" event (enters at Register), or a prepared
-    ``DocumentRun`` with ``document_id`` (API create/re-ingest; enters at Extract).
+    ``DocumentRun`` with ``document_id`` (API create/re-ingest; enters at Extract), or a run
+    ``awaiting_conversion`` (handed over by the Express machine; enters at AwaitConversion).
     Lambda ARNs are ``${<Step>FunctionArn}`` placeholders, see :data:`STEP_FUNCTION_NAMES`.
     ``timeout_seconds`` bounds a whole execution (CDK's ``timeout`` prop does not reach a definition
-    given as a string, so it is part of the definition).
+    given as a string, so it is part of the definition). ``express``: the definition for the Express
+    machine, which hands a waiting step to the Standard one (``${StandardStateMachineArn}``).
     """
     if map_max_concurrency < 1:
         raise ValueError("map_max_concurrency must be >= 1")
     b = _Builder(map_max_concurrency)
     b.states[ROUTE_STATE] = {
         "Type": "Choice",
-        "Comment": "a prepared DocumentRun skips Register",
-        "Choices": [{"Variable": f"$.{RUN_MARKER_FIELD}", "IsPresent": True, "Next": PIPELINE[1].name}],
+        "Comment": "a run awaiting a converter's callback waits; a prepared DocumentRun skips Register",
+        "Choices": [{**_is_set(AWAITING_FIELD), "Next": AWAIT_CONVERSION.name},
+                    {"Variable": f"$.{RUN_MARKER_FIELD}", "IsPresent": True, "Next": PIPELINE[1].name}],
         "Default": PIPELINE[0].name,
     }
+    if express:
+        b.states[HANDED_OFF_STATE] = {"Type": "Succeed", "Comment": "the Standard machine finishes this run"}
     for index, step in enumerate(PIPELINE):
-        following = PIPELINE[index + 1].name if index + 1 < len(PIPELINE) else None
+        following = _entry_state(PIPELINE[index + 1]) if index + 1 < len(PIPELINE) else None
+        if step.only_when is not None:
+            assert following is not None
+            b.states[_entry_state(step)] = {
+                "Type": "Choice",
+                "Choices": [{**_is_set(step.only_when), "Next": step.name}],
+                "Default": following,
+            }
         if step.stop_when is not None:
             flag, stop_state = step.stop_when
             check = f"{step.name}Skip"
@@ -260,13 +341,16 @@ def build_asl(map_max_concurrency: int = DEFAULT_MAP_CONCURRENCY, timeout_second
         elif step.map is not None:
             assert following is not None
             b.states[step.name] = b.map_state(step, following)
+        elif step.waits_for_token:
+            assert following is not None
+            b.states[step.name] = b.hand_off(step) if express else b.waiting_task(step, following)
         else:
             b.states[step.name] = b.task(step, following)
     failed = b.task(FAILURE_HANDLER, FAILED_STATE, catch=False)
     b.states[FAILURE_HANDLER.name] = failed
     b.states[FAILED_STATE] = {"Type": "Fail", "Error": "IngestionFailed", "Cause": "see the document's `error` field"}
     definition: dict[str, Any] = {
-        "Comment": "memory-engine document ingestion: register -> extract -> chunk -> embed -> finalize",
+        "Comment": "memory-engine document ingestion: register -> extract -> [await conversion] -> chunk -> embed -> finalize",
         "StartAt": ROUTE_STATE,
         "States": b.states,
     }

@@ -23,6 +23,8 @@ from memory_engine.domain.validation import document_path
 
 #: Domain separation: a signature made for anything else never verifies as an upload token.
 PURPOSE = "local-upload"
+#: The same token shape for a signed local GET of one object (a converter's ``download_url``).
+DOWNLOAD_PURPOSE = "local-download"
 _CONTEXT = b"memory-engine/local-upload/v1."
 MAX_TOKEN_CHARS = 4096
 
@@ -53,14 +55,17 @@ def _signature(secret: bytes, payload: str) -> str:
     return _b64(hmac.new(secret, _CONTEXT + payload.encode("ascii"), hashlib.sha256).digest())
 
 
-def sign_upload_token(secret: bytes, *, key: str, project_id: str, expires_at: datetime) -> str:
-    """A token for PUT of ``key``; ``key`` must be ``projects/<project_id>/<valid path>``."""
-    body = {"v": 1, "use": PURPOSE, "key": key, "project_id": project_id, "exp": int(expires_at.timestamp())}
+def sign_upload_token(secret: bytes, *, key: str, project_id: str, expires_at: datetime,
+                      purpose: str = PURPOSE) -> str:
+    """A token for PUT of ``key`` (GET with ``purpose=DOWNLOAD_PURPOSE``); ``key`` must be
+    ``projects/<project_id>/<valid path>``."""
+    body = {"v": 1, "use": purpose, "key": key, "project_id": project_id, "exp": int(expires_at.timestamp())}
     payload = _b64(json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode("ascii"))
     return f"{payload}.{_signature(secret, payload)}"
 
 
-def verify_upload_token(secret: bytes, token: str, *, now: datetime, key_prefix: str = "projects/") -> UploadGrant:
+def verify_upload_token(secret: bytes, token: str, *, now: datetime, key_prefix: str = "projects/",
+                        purpose: str = PURPOSE) -> UploadGrant:
     """The grant of a valid token. Raises :class:`InvalidUploadToken` (never anything else) when the
     token is malformed, its signature does not match, it is for another purpose, it expired, or its
     key is not ``<key_prefix><project_id>/<path>`` with a path the one path rule accepts."""
@@ -80,8 +85,8 @@ def verify_upload_token(secret: bytes, token: str, *, now: datetime, key_prefix:
         use = body.get("use")
     except (binascii.Error, ValueError, KeyError, TypeError) as exc:
         raise InvalidUploadToken("malformed upload token") from exc
-    if use != PURPOSE:
-        raise InvalidUploadToken("not an upload token")
+    if use != purpose:
+        raise InvalidUploadToken(f"not a {purpose} token")
     expires_at = datetime.fromtimestamp(expires, UTC)
     if now >= expires_at:
         raise InvalidUploadToken("upload token expired")

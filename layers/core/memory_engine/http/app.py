@@ -32,7 +32,7 @@ API_TITLE = "memory-engine"
 #: Routes that need no API key.
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
 #: Routes whose URL carries its own credential (a signed upload token, like a presigned S3 URL).
-TOKEN_PATH_PREFIXES = ("/v1/local-uploads/",)
+TOKEN_PATH_PREFIXES = ("/v1/local-uploads/", "/v1/local-downloads/", "/v1/converter-callbacks/")
 #: ... and every path under this prefix: the web console's static files (the page asks for the key).
 PUBLIC_PREFIX = "/console"
 

@@ -9,19 +9,22 @@ def api_routers() -> list[Router]:
     """Routes of the write/read API Lambda (`functions/api`), the web console's static files included."""
     from memory_engine.http import (
         console,
+        converter_callbacks,
         documents,
         embeddings,
         entries,
         entry_batches,
         extraction_runs,
         health,
+        ingestion_rules,
         lifecycle,
         mcp,
         memories,
     )
 
     return [health.router, memories.router, entries.router, entry_batches.router, lifecycle.router, documents.router,
-            embeddings.router, extraction_runs.router, mcp.router, console.router]
+            ingestion_rules.router, converter_callbacks.router, embeddings.router, extraction_runs.router, mcp.router,
+            console.router]
 
 
 def search_routers() -> list[Router]:
@@ -33,6 +36,6 @@ def search_routers() -> list[Router]:
 
 def local_routers() -> list[Router]:
     """Routes only the local server has (the EventBridge and S3 stand-ins)."""
-    from memory_engine.http import events, local_uploads
+    from memory_engine.http import events, local_downloads, local_uploads
 
-    return [events.router, local_uploads.router]
+    return [events.router, local_uploads.router, local_downloads.router]

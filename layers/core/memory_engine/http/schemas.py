@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from memory_engine.domain.documents import Document
 from memory_engine.domain.entries import Memory, MemoryEntry
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.search_models import EpisodeResult, SearchResult, Synthesis
 from memory_engine.services.ingestion.documents import BatchItem
 from memory_engine.services.write_batch import DeletedItem, EntryBatchItem
@@ -69,6 +70,20 @@ class MemoryEntryPage(BaseModel):
 class DocumentPage(BaseModel):
     data: list[Document]
     next_cursor: str | None
+
+
+class IngestionRulePage(BaseModel):
+    data: list[IngestionRule]
+    next_cursor: str | None
+
+
+class CallbackReceived(BaseModel):
+    """``accepted``: the pages are delivered and ingestion goes on; ``already_received``: a
+    repeated callback, nothing changed."""
+
+    status: str
+    document_id: str
+    pages: int | None = None
 
 
 class EntryWriteResult(MemoryEntry):

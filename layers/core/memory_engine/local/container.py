@@ -11,6 +11,7 @@ from memory_engine.adapters.local.blob_store import LocalBlobStore
 from memory_engine.adapters.local.event_sinks import LocalDeadLetters
 from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.bootstrap import Container
+from memory_engine.local.conversion_waiter import ConversionWaiter, LocalTaskCallbacks
 from memory_engine.local.event_queue import LocalEventQueue
 from memory_engine.local.pipeline import (
     LocalPipelineStarter,
@@ -20,6 +21,7 @@ from memory_engine.local.pipeline import (
 )
 from memory_engine.local.priority import lower_thread_priority
 from memory_engine.ports.blobs import UploadInbox
+from memory_engine.ports.conversions import TaskCallbacks
 from memory_engine.ports.events import DeadLetterSink
 from memory_engine.ports.pipeline import PipelineStarter
 from memory_engine.settings import Settings
@@ -37,8 +39,18 @@ class LocalContainer(Container):
     @cached_property
     def pipeline_runner(self) -> PipelineRunner:
         """The ingestion state machine, run in-process on the Lambda handlers, with extraction
-        overlapped with embedding (``domain.pipeline.STREAMED``)."""
-        return PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer)
+        overlapped with embedding (``domain.pipeline.STREAMED``); a run awaiting a converter's
+        callback polls the database (the callback may reach another process)."""
+        return PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer,
+                              wait_for_token=ConversionWaiter(self.conversions))
+
+    @cached_property
+    def task_callbacks(self) -> TaskCallbacks:
+        """Step Functions when INGESTION_STATE_MACHINE_ARN is set; else nothing to send (the local
+        runner sees the delivery in the database)."""
+        if self.settings.state_machine_arn:
+            return super().task_callbacks
+        return LocalTaskCallbacks()
 
     @cached_property
     def pipeline_starter(self) -> PipelineStarter:

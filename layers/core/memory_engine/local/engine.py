@@ -119,6 +119,8 @@ class LocalEngine:
                 self.pool.relay_pipeline_starts(lambda payload, run_id: starter.start(payload, name=run_id))
             self.gateway = LocalGateway(self.host, self.port, pool=self.pool, gate=gate)
             self.gateway.start()
+            if not settings.public_url:  # converter callback and download URLs point at this engine
+                self.container.callback_urls.base_url = self.gateway.base_url
             return self.gateway.base_url
         except BaseException:
             self.stop()

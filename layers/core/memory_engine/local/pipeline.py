@@ -15,6 +15,7 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -86,8 +87,28 @@ class _ConsumerFailed(Exception):
     """Stops the streamed producer once the consumer has failed (never reported itself)."""
 
 
+class TaskTimedOut(Exception):
+    """A waiting step's timeout passed (the ASL error ``States.Timeout``)."""
+
+    states_error = "States.Timeout"
+
+
+class TaskFailed(Exception):
+    """The token of a waiting step was failed with ``error`` (e.g. ``ConverterFailed``) and ``cause``."""
+
+    def __init__(self, error: str, cause: str) -> None:
+        super().__init__(cause)
+        self.states_error = error
+        self.message = cause
+
+
+#: ``(state, task_token, timeout_seconds) -> output``: waits until the token of a waiting step is
+#: sent (raises TaskFailed) or the timeout passes (raises TaskTimedOut).
+TokenWaiter = Callable[[dict[str, Any], str, float], dict[str, Any]]
+
+
 def error_name(exc: BaseException) -> str:
-    return type(exc).__name__
+    return str(getattr(exc, "states_error", None) or type(exc).__name__)
 
 
 def _failure(exc: BaseException) -> dict[str, str]:
@@ -107,21 +128,31 @@ class PipelineRunner:
     sleep: Callable[[float], None] = time.sleep
     #: Multiplies every retry delay (1.0 = the ASL's own delays).
     retry_delay_scale: float = 1.0
+    #: How a step that waits for a task token waits (None: such a step fails the run)
+    wait_for_token: TokenWaiter | None = None
 
     def run(self, payload: dict[str, Any]) -> PipelineResult:
         state = dict(payload)
         timings: dict[str, float] = {}
         start = PIPELINE.index(entry_step(payload))
-        streamed = {s.name for s in (*STREAMED.producers, STREAMED.consumer)} if self.stream else set()
+        streamed_done: set[str] = set()
+        spec = STREAMED.consumer.map
+        assert spec is not None
         for step in PIPELINE[start:]:
-            if step.name in streamed and step is not STREAMED.producers[0]:
+            if step.only_when is not None and state.get(step.only_when) is None:
+                continue
+            if step.name in streamed_done:
                 continue  # ran within the streamed pass
             began = time.perf_counter()
             try:
-                if step.name in streamed:
+                if self.stream is not None and step is STREAMED.producers[0]:
                     state = self._run_streamed(state, timings)
+                    if state.get(spec.items_field) is not None:  # else it stopped after the first producer (awaiting a converter)
+                        streamed_done = {s.name for s in (*STREAMED.producers[1:], STREAMED.consumer)}
                 elif step.map is not None:
                     self._run_map(step, state)
+                elif step.waits_for_token:
+                    state = self._wait(step, state)
                 else:
                     state = self._call(step, state)
             except Exception as exc:
@@ -211,6 +242,18 @@ class PipelineRunner:
         if errors:
             raise errors[0]
         return result
+
+    def _wait(self, step: Step, state: dict[str, Any]) -> dict[str, Any]:
+        """A ``.waitForTaskToken`` task: invoke it with the run and a token, then wait for the token
+        (at most the timeout the payload gives, as ``TimeoutSecondsPath`` does)."""
+        token = f"local-{uuid.uuid4().hex}"
+        self._call(step, {"run": state, "task_token": token})
+        if self.wait_for_token is None:
+            raise TaskFailed("States.Runtime", f"the local runner cannot wait in {step.name}: no token waiter")
+        timeout: Any = state
+        for part in (step.timeout_path or "").split("."):
+            timeout = timeout.get(part) if isinstance(timeout, dict) else None
+        return self.wait_for_token(state, token, float(timeout or 0))
 
     def _run_map(self, step: Step, state: dict[str, Any]) -> None:
         assert step.map is not None

@@ -1,4 +1,4 @@
-"""The document repository port (documents, their chunks, ingestion rules)."""
+"""The document repository port (documents, their chunks, reading ingestion rules)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory_engine.domain.documents import Chunk, ChunkSettings, Document, DocumentStatus
+from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkSource, Document, DocumentStatus
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.ports.embedder import Vector
-
-
-@dataclass(frozen=True)
-class IngestionRule:
-    """Route a content-type glob to an HTTP converter that answers pages of text."""
-
-    id: str
-    project_id: str
-    content_type_glob: str
-    converter_url: str
-    native_extraction: str = "first"  # "first": try the native extractor, convert on failure; "skip"
-    chunk_settings: ChunkSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -37,6 +26,10 @@ class NewDocument:
     tags: Sequence[str] = ()
     metadata: dict[str, Any] | None = None
     chunk_settings: ChunkSettings | None = None  # None: keep the row's (or the column default)
+    #: where ``chunk_settings`` came from (None: keep the row's)
+    chunk_settings_source: ChunkSource | None = None
+    #: the ingestion rule that applies (recorded on begin_ingest; None there: no rule)
+    ingestion_rule_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,8 +83,10 @@ class DocumentRepository(Protocol):
         counters reset and status set to ``processing``; the active chunks stay searchable."""
         ...
 
-    def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings) -> Document:
-        """New chunk settings and a new generation, status ``processing``. Raises NotFound."""
+    def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings,
+                       source: ChunkSource | None = None) -> Document:
+        """New chunk settings (from ``source``; None: keep the recorded source) and a new
+        generation, status ``processing``. Raises NotFound."""
         ...
 
     def set_progress(self, project_id: str, document_id: str, generation: int, *,
@@ -115,4 +110,6 @@ class DocumentRepository(Protocol):
         The active chunks stay (still searchable)."""
         ...
 
-    def list_rules(self, project_id: str) -> list[IngestionRule]: ...
+    def list_rules(self, project_id: str) -> list[IngestionRule]:
+        """The project's ingestion rules, oldest first."""
+        ...

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from memory_engine.domain.documents import Page
 from memory_engine.ports.ocr import OcrEngine
@@ -24,8 +24,9 @@ class Extractor(Protocol):
 
 
 class Converter(Protocol):
-    """Sends a file to a user-run conversion service (OCR, transcription...) that answers pages
-    of text. Raises ``ConverterFailed`` with what the service said."""
+    """Speaks the converter protocol (:mod:`memory_engine.domain.converter_protocol`) to a user-run
+    service (OCR, transcription...): POSTs ``payload`` as JSON and returns the raw answer body,
+    at most ``MAX_ANSWER_BYTES + 1`` bytes of it. Raises ``ConverterFailed`` saying what happened
+    (HTTP error status, unreachable, timed out after ``timeout_s``)."""
 
-    def convert(self, url: str, data: bytes, *, content_type: str, name: str) -> list[Page]: ...
-
+    def send(self, url: str, payload: dict[str, Any], *, headers: dict[str, str], timeout_s: float) -> bytes: ...

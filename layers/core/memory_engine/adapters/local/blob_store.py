@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memory_engine.adapters.local.files import atomic_write, read_or_create_secret
-from memory_engine.domain.upload_tokens import UploadGrant, sign_upload_token, verify_upload_token
+from memory_engine.domain.upload_tokens import DOWNLOAD_PURPOSE, UploadGrant, sign_upload_token, verify_upload_token
 from memory_engine.errors import InvalidInput, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStoreError, PresignedUpload
 
@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 LOCAL_BUCKET = "local"
 #: The local server's upload route (see ``http/local_uploads.py``).
 LOCAL_UPLOAD_ROUTE = "/v1/local-uploads/"
+#: ... and its signed download route (a converter's ``download_url``).
+LOCAL_DOWNLOAD_ROUTE = "/v1/local-downloads/"
 #: The file under ``$MEMORY_ENGINE_HOME`` holding the upload-token HMAC secret.
 UPLOAD_SECRET_FILE = "upload-token.key"
 _META_DIR = ".meta"
@@ -163,6 +165,19 @@ class LocalBlobStore:
         token = sign_upload_token(self._upload_secret(), key=key, project_id=project_id, expires_at=expires_at)
         return PresignedUpload(url=LOCAL_UPLOAD_ROUTE + token, method="PUT", headers={"Content-Type": content_type},
                                key=key, expires_at=expires_at)
+
+    def presign_get(self, key: str, *, expires_in: int = 3600) -> str:
+        """A path on the local server with a signed token that alone authorizes GET of ``key``
+        (``projects/<project_id>/<path>``) until it expires: the stand-in for an S3 presigned GET."""
+        project_id = key.removeprefix("projects/").split("/", 1)[0]
+        expires_at = (datetime.now(UTC) + timedelta(seconds=expires_in)).replace(microsecond=0)
+        token = sign_upload_token(self._upload_secret(), key=key, project_id=project_id, expires_at=expires_at,
+                                  purpose=DOWNLOAD_PURPOSE)
+        return LOCAL_DOWNLOAD_ROUTE + token
+
+    def verify_download(self, token: str, *, now: datetime | None = None) -> UploadGrant:
+        """The grant of a token made by :meth:`presign_get`. Raises ``InvalidUploadToken``."""
+        return verify_upload_token(self._upload_secret(), token, now=now or datetime.now(UTC), purpose=DOWNLOAD_PURPOSE)
 
     def verify_upload(self, token: str, *, now: datetime | None = None) -> UploadGrant:
         """The grant of a token made by :meth:`presign_put`. Raises

@@ -17,16 +17,19 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.ingestion_rules import list_rules
 from memory_engine.domain.cursor import decode_cursor, next_cursor
-from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkStrategy, Document, DocumentStatus
+from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkSource, Document, DocumentStatus
 from memory_engine.domain.globs import globs_to_like
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.errors import NotFound
-from memory_engine.ports.documents import IngestDecision, IngestionRule, NewDocument
+from memory_engine.ports.documents import IngestDecision, NewDocument
 from memory_engine.ports.embedder import Vector
 
 _COLUMNS = (
     "id, project_id, path, title, content_type, size_bytes, sha256, source_bucket, source_key, tags, metadata,"
-    " chunk_strategy, chunk_size, chunk_overlap, status, total_pages, total_chunks, indexed_chunks, error,"
+    " chunk_strategy, chunk_size, chunk_overlap, chunk_settings_source, ingestion_rule_id, status, total_pages,"
+    " total_chunks, indexed_chunks, error,"
     " active_generation, ingest_generation, created_at, updated_at"
 )
 _LIVE_STATUSES = (DocumentStatus.PROCESSING.value, DocumentStatus.READY.value)
@@ -107,25 +110,7 @@ class PostgresDocumentRepository:
 
     def list_rules(self, project_id: str) -> list[IngestionRule]:
         with self._db.connection() as conn:
-            rows = conn.execute(
-                "SELECT id, project_id, content_type_glob, converter_url, native_extraction, chunk_strategy,"
-                " chunk_size, chunk_overlap FROM ingestion_rules WHERE project_id = %s ORDER BY created_at",
-                (project_id,),
-            ).fetchall()
-        rules = []
-        for r in rows:
-            settings = None
-            if r["chunk_strategy"]:
-                settings = ChunkSettings(
-                    strategy=ChunkStrategy(r["chunk_strategy"]),
-                    size=r["chunk_size"] or 1000,
-                    overlap=r["chunk_overlap"] if r["chunk_overlap"] is not None else 200,
-                )
-            rules.append(IngestionRule(
-                id=r["id"], project_id=r["project_id"], content_type_glob=r["content_type_glob"],
-                converter_url=r["converter_url"], native_extraction=r["native_extraction"], chunk_settings=settings,
-            ))
-        return rules
+            return list_rules(conn, project_id)
 
     # --- writes ---
     def delete(self, project_id: str, document_id: str) -> Document:
@@ -143,8 +128,9 @@ class PostgresDocumentRepository:
         with self._db.connection() as conn:
             row = conn.execute(
                 f"""INSERT INTO documents (id, project_id, path, title, content_type, tags, metadata,
-                        chunk_strategy, chunk_size, chunk_overlap, status, source_bucket, source_key)
-                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'pending', %s, %s)
+                        chunk_strategy, chunk_size, chunk_overlap, chunk_settings_source, status, source_bucket,
+                        source_key)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'pending', %s, %s)
                     ON CONFLICT (project_id, path) DO UPDATE SET
                         title = coalesce(EXCLUDED.title, documents.title),
                         content_type = coalesce(EXCLUDED.content_type, documents.content_type),
@@ -153,12 +139,14 @@ class PostgresDocumentRepository:
                         chunk_strategy = CASE WHEN %s THEN EXCLUDED.chunk_strategy ELSE documents.chunk_strategy END,
                         chunk_size = CASE WHEN %s THEN EXCLUDED.chunk_size ELSE documents.chunk_size END,
                         chunk_overlap = CASE WHEN %s THEN EXCLUDED.chunk_overlap ELSE documents.chunk_overlap END,
+                        chunk_settings_source = CASE WHEN %s THEN EXCLUDED.chunk_settings_source
+                                                     ELSE documents.chunk_settings_source END,
                         updated_at = now()
                     RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (ids.new_id(ids.DOCUMENT), project_id, new.path, new.title, new.content_type, list(new.tags),
                  Jsonb(new.metadata) if new.metadata is not None else None, settings.strategy.value, settings.size,
-                 settings.overlap, new.source_bucket, new.source_key, bool(new.tags),
-                 *([new.chunk_settings is not None] * 3)),
+                 settings.overlap, new.chunk_settings_source or "default", new.source_bucket, new.source_key,
+                 bool(new.tags), *([new.chunk_settings is not None] * 4)),
             ).fetchone()
         assert row is not None
         return _doc(row)
@@ -175,14 +163,14 @@ class PostgresDocumentRepository:
                 row = conn.execute(
                     f"""INSERT INTO documents (id, project_id, path, title, content_type, size_bytes, sha256,
                             source_bucket, source_key, tags, metadata, chunk_strategy, chunk_size, chunk_overlap,
-                            status, ingest_generation)
-                        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'processing', 1)
+                            chunk_settings_source, ingestion_rule_id, status, ingest_generation)
+                        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'processing', 1)
                         ON CONFLICT (project_id, path) DO NOTHING
                         RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                     (ids.new_id(ids.DOCUMENT), project_id, new.path, new.title, new.content_type, new.size_bytes,
                      new.sha256, new.source_bucket, new.source_key, list(new.tags),
                      Jsonb(new.metadata) if new.metadata is not None else None, settings.strategy.value,
-                     settings.size, settings.overlap),
+                     settings.size, settings.overlap, new.chunk_settings_source or "default", new.ingestion_rule_id),
                 ).fetchone()
                 if row is None:  # created concurrently: take the lock on it and decide again
                     conn.rollback()
@@ -193,8 +181,10 @@ class PostgresDocumentRepository:
                 return IngestDecision(current, False, f"unchanged (same sha256, status {current.status.value})")
             return IngestDecision(self._restart(conn, current, new), True, "content changed" if not force else "forced")
 
-    def _restart(self, conn: Conn, current: Document, new: NewDocument) -> Document:
+    def _restart(self, conn: Conn, current: Document, new: NewDocument, *, set_rule: bool = True) -> Document:
         settings = new.chunk_settings or current.chunk_settings
+        source = new.chunk_settings_source if new.chunk_settings is not None else None
+        rule_id = new.ingestion_rule_id if set_rule else current.ingestion_rule_id
         row = conn.execute(
             f"""UPDATE documents SET
                     title = coalesce(%s, title), content_type = coalesce(%s, content_type),
@@ -202,18 +192,20 @@ class PostgresDocumentRepository:
                     source_bucket = coalesce(%s, source_bucket), source_key = coalesce(%s, source_key),
                     tags = CASE WHEN %s THEN %s ELSE tags END, metadata = coalesce(%s, metadata),
                     chunk_strategy = %s, chunk_size = %s, chunk_overlap = %s,
+                    chunk_settings_source = coalesce(%s, chunk_settings_source), ingestion_rule_id = %s,
                     status = 'processing', error = NULL, total_pages = NULL, total_chunks = NULL,
                     indexed_chunks = 0, ingest_generation = greatest(ingest_generation, active_generation) + 1,
                     updated_at = now()
                 WHERE id = %s RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             (new.title, new.content_type, new.size_bytes, new.sha256, new.source_bucket, new.source_key,
              bool(new.tags), list(new.tags), Jsonb(new.metadata) if new.metadata is not None else None,
-             settings.strategy.value, settings.size, settings.overlap, current.id),
+             settings.strategy.value, settings.size, settings.overlap, source, rule_id, current.id),
         ).fetchone()
         assert row is not None
         return _doc(row)
 
-    def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings) -> Document:
+    def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings,
+                       source: ChunkSource | None = None) -> Document:
         with self._db.connection() as conn:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s FOR UPDATE",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
@@ -221,7 +213,8 @@ class PostgresDocumentRepository:
             ).fetchone()
             if row is None:
                 raise NotFound(f"document {document_id} not found")
-            return self._restart(conn, _doc(row), NewDocument(path=row["path"], chunk_settings=settings))
+            return self._restart(conn, _doc(row), NewDocument(path=row["path"], chunk_settings=settings,
+                                                              chunk_settings_source=source), set_rule=False)
 
     def set_progress(self, project_id: str, document_id: str, generation: int, *,
                      total_pages: int | None = None, total_chunks: int | None = None) -> bool:

@@ -80,6 +80,12 @@ class S3BlobStore:
             raise BlobStoreError(f"S3 delete under {prefix} failed: {exc}") from exc
         return deleted
 
+    def presign_get(self, key: str, *, expires_in: int = 3600) -> str:
+        url: str = self._s3.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in, HttpMethod="GET",
+        )
+        return url
+
     def presign_put(self, key: str, *, content_type: str, expires_in: int = 3600) -> PresignedUpload:
         url = self._s3.generate_presigned_url(
             "put_object", Params={"Bucket": self.bucket, "Key": key, "ContentType": content_type},

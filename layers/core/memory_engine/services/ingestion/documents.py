@@ -28,7 +28,13 @@ from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload
 from memory_engine.ports.documents import NewDocument
 from memory_engine.ports.pipeline import PipelineStarter
-from memory_engine.services.ingestion.steps import IngestionPorts, object_key, work_prefix
+from memory_engine.services.ingestion.steps import (
+    IngestionPorts,
+    effective_chunk_settings,
+    object_key,
+    rule_for,
+    work_prefix,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -147,13 +153,18 @@ def create_text_document(ports: IngestionPorts, starter: PipelineStarter, projec
     data = body.content.encode("utf-8")
     content_type = ct.MARKDOWN if ct.from_extension(body.path) == ct.MARKDOWN else ct.TEXT
     key = object_key(project_id, body.path)
+    rule = rule_for(ports.documents.list_rules(project_id), content_type)
+    settings, source = effective_chunk_settings(rule, TEXT_DEFAULTS)
+    if body.explicit():  # precedence: the request's fields, the rule's, the entry point's default
+        settings, source = body.settings(settings), "request"
     # The row first: the S3 event the object triggers on AWS then finds the same sha256 and stops.
     decision = ports.documents.begin_ingest(
         project_id,
         NewDocument(path=body.path, content_type=content_type, size_bytes=len(data),
                     sha256=hashlib.sha256(data).hexdigest(), source_bucket=ports.blobs.bucket, source_key=key,
                     title=body.title, tags=body.tags, metadata=body.metadata,
-                    chunk_settings=body.settings(TEXT_DEFAULTS)),
+                    chunk_settings=settings, chunk_settings_source=source,
+                    ingestion_rule_id=rule.id if rule else None),
         default_settings=TEXT_DEFAULTS,
     )
     if not decision.started:
@@ -207,7 +218,8 @@ def prepare_upload(ports: IngestionPorts, project_id: str, body: UploadRequest, 
     ports.documents.prepare(
         project_id,
         NewDocument(path=body.path, content_type=content_type, title=body.title, tags=body.tags,
-                    metadata=body.metadata, chunk_settings=body.settings(FILE_DEFAULTS) if body.explicit() else None),
+                    metadata=body.metadata, chunk_settings=body.settings(FILE_DEFAULTS) if body.explicit() else None,
+                    chunk_settings_source="request" if body.explicit() else None),
         default_settings=FILE_DEFAULTS,
     )
     presigned = ports.blobs.presign_put(object_key(project_id, body.path), content_type=content_type,
@@ -235,7 +247,8 @@ def reingest(ports: IngestionPorts, starter: PipelineStarter, project_id: str, d
     current = ports.documents.get(project_id, document_id)
     if not current.source_key or ports.blobs.head(current.source_key) is None:
         raise InvalidInput(f"document {document_id} has no stored content to re-ingest; upload it again")
-    doc = ports.documents.begin_reingest(project_id, document_id, body.settings(current.chunk_settings))
+    doc = ports.documents.begin_reingest(project_id, document_id, body.settings(current.chunk_settings),
+                                         "request" if body.explicit() else None)
     _start(starter, doc)
     return doc
 

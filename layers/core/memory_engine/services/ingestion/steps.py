@@ -21,13 +21,16 @@ from urllib.parse import unquote_plus
 from memory_engine import constants as c
 from memory_engine.domain import content_types as ct
 from memory_engine.domain.chunking import stream_chunks
+from memory_engine.domain.converter_protocol import CallbackUrls
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
     MAX_DOCUMENT_BYTES,
     Chunk,
     ChunkBatchRef,
     ChunkSettings,
+    ChunkSource,
     ChunkStrategy,
+    ConversionWait,
     Document,
     DocumentRun,
     EmbedBatchInput,
@@ -42,21 +45,22 @@ from memory_engine.domain.documents import (
 from memory_engine.domain.ingestion_errors import (
     DocumentGone,
     DocumentUnreadable,
-    EncryptedPdf,
     InvalidObjectKey,
     NoTextLayer,
     TooLarge,
-    UnsupportedContentType,
 )
+from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.pipeline import CONTENT_ERRORS
-from memory_engine.domain.validation import scrub_text
 from memory_engine.errors import MemoryEngineError, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStore
-from memory_engine.ports.documents import DocumentRepository, IngestionRule, NewDocument
+from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
+from memory_engine.ports.documents import DocumentRepository, NewDocument
 from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extractors import Converter, Extractor
 from memory_engine.ports.ocr import OcrEngine
 from memory_engine.ports.projects import ProjectRepository
+from memory_engine.services.ingestion.reading import ConversionPending, extract_pages
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +77,12 @@ class IngestionPorts:
     extractors: dict[str, Extractor]
     converter: Converter
     ocr: OcrEngine | None = None  # the ``ocr`` converter type; None: an ``ocr`` rule fails the document
+    #: deferred conversions (a converter answering ``pending``): records, callback URLs, resuming the run
+    conversions: ConversionRepository | None = None
+    callback_urls: CallbackUrls | None = None
+    task_callbacks: TaskCallbacks | None = None
+    #: ``document.ready`` / ``document.failed`` go here (None: not published)
+    events: EventPublisher | None = None
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -120,16 +130,20 @@ def register(event: S3ObjectCreatedEvent, ports: IngestionPorts) -> DocumentRun:
         sha256 = hashlib.sha256(ports.blobs.get(key)).hexdigest()
     declared = ct.normalize(info.content_type)
     content_type = declared if declared not in ct.GENERIC else None
+    existing = ports.documents.find_by_path(project_id, path)
     if content_type is None:  # the row may know it (declared at upload time); else the extension says
-        existing = ports.documents.find_by_path(project_id, path)
         content_type = (existing.content_type if existing else None) or ct.resolve(path, None)
-    rule = _rule_for(ports.documents.list_rules(project_id), content_type)
-    defaults = rule.chunk_settings if rule and rule.chunk_settings else FILE_DEFAULTS
+    rule = rule_for(ports.documents.list_rules(project_id), content_type)
+    if existing is not None and existing.chunk_settings_source == "request":
+        settings, source = None, None  # the upload request's own settings win
+    else:
+        settings, source = effective_chunk_settings(rule, FILE_DEFAULTS)
     decision = ports.documents.begin_ingest(
         project_id,
         NewDocument(path=path, content_type=content_type, size_bytes=info.size, sha256=sha256,
-                    source_bucket=ports.blobs.bucket, source_key=key),
-        default_settings=defaults,
+                    source_bucket=ports.blobs.bucket, source_key=key, chunk_settings=settings,
+                    chunk_settings_source=source, ingestion_rule_id=rule.id if rule else None),
+        default_settings=FILE_DEFAULTS,
     )
     doc = decision.document
     logger.info("register %s %s: %s", doc.id, path, decision.reason)
@@ -149,8 +163,16 @@ def _locate(detail: S3ObjectCreatedDetail, blobs: BlobStore) -> tuple[str, BlobI
     return key, info
 
 
-def _rule_for(rules: list[IngestionRule], content_type: str) -> IngestionRule | None:
+def rule_for(rules: list[IngestionRule], content_type: str) -> IngestionRule | None:
+    """The rule whose glob matches ``content_type`` most specifically (None: no rule matches)."""
     return ct.most_specific(content_type, [(r.content_type_glob, r) for r in rules])
+
+
+def effective_chunk_settings(rule: IngestionRule | None, default: ChunkSettings) -> tuple[ChunkSettings, ChunkSource]:
+    """Without request fields: the rule's chunk settings over the entry point's default, or the default."""
+    if rule is not None and rule.has_chunk_settings():
+        return rule.chunk_settings(default), "rule"
+    return default, "default"
 
 
 # --- extract ---
@@ -185,72 +207,30 @@ def _source(run: DocumentRun, ports: IngestionPorts) -> tuple[Document, bytes, s
 
 
 def _read(run: DocumentRun, ports: IngestionPorts, doc: Document, data: bytes, content_type: str) -> Iterator[Page]:
-    rule = _rule_for(ports.documents.list_rules(run.project_id), content_type)
-    return extract_pages(data, content_type, doc.path, ports, rule)
+    """The document's pages (see :func:`reading.extract_pages`). Raises ConversionPending."""
+    rule = rule_for(ports.documents.list_rules(run.project_id), content_type)
+    return extract_pages(data, content_type, doc.path, ports, rule, document=doc, generation=run.generation)
 
 
 def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
-    """The object -> pages (one work object). Raises TooLarge, EncryptedPdf, NoTextLayer,
-    DocumentUnreadable, UnsupportedContentType, ConverterFailed, DocumentGone."""
+    """The object -> pages (one work object), or the converter's ``pending`` (``awaiting_conversion``).
+    Raises TooLarge, EncryptedPdf, NoTextLayer, DocumentUnreadable, UnsupportedContentType,
+    ConverterFailed, DocumentGone."""
     if run.skip:
         return run
     source = _source(run, ports)
     if source is None:
         return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
     doc, data, content_type = source
-    pages = list(_read(run, ports, doc, data, content_type))
+    try:
+        pages = list(_read(run, ports, doc, data, content_type))
+    except ConversionPending as pending:
+        return run.model_copy(update={"awaiting_conversion": pending.wait})
     key = work_prefix(doc.id, run.generation) + "pages.json"
     ports.blobs.put(key, json.dumps([p.model_dump() for p in pages], ensure_ascii=False).encode(),
                     content_type="application/json")
     ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=len(pages))
     return run.model_copy(update={"pages_key": key, "total_pages": len(pages)})
-
-
-def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPorts,
-                  rule: IngestionRule | None) -> Iterator[Page]:
-    """Native extractor first (unless the rule says ``skip``); the rule's converter when the
-    native one cannot read the file or the type has no native extractor. Pages come as they are
-    read; the file's own problems raise before the first page, NoTextLayer after the last."""
-    native = ports.extractors.get(content_type)
-    if native is None and ct.is_textual(content_type):
-        native = ports.extractors.get(ct.TEXT)
-    if rule is not None and (native is None or rule.native_extraction == "skip"):
-        pages = iter(ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name))
-    elif native is None:
-        raise UnsupportedContentType(
-            f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, markdown); "
-            f"add an ingestion rule mapping {content_type} to a converter that returns pages of text"
-        )
-    else:
-        try:
-            pages = _with_text(native.pages(data, name=name), name, content_type)
-            first = next(pages)  # blank pages are held back: this is the first page with text
-        except (EncryptedPdf, NoTextLayer, DocumentUnreadable):
-            if rule is None:
-                raise
-            pages = iter(ports.converter.convert(rule.converter_url, data, content_type=content_type, name=name))
-        else:
-            return itertools.chain([first], pages)
-    return _with_text(pages, name, content_type)
-
-
-def _with_text(pages: Iterator[Page], name: str, content_type: str) -> Iterator[Page]:
-    """``pages`` scrubbed (a file's text may hold NUL or broken surrogates: chunks are text), the
-    blank pages before the first page with text held back until it comes; NoTextLayer when none does."""
-    held: list[Page] | None = []
-    for page in pages:
-        page = Page(number=page.number, text=scrub_text(page.text))
-        if held is None:
-            yield page
-        elif page.text.strip():
-            yield from held
-            held = None
-            yield page
-        else:
-            held.append(page)
-    if held is not None:
-        raise NoTextLayer(f"{name} contains no text; upload a file with text, or add an ingestion rule "
-                          f"with a converter (e.g. OCR) for {content_type}")
 
 
 # --- chunk ---
@@ -273,7 +253,9 @@ def extract_and_chunk(run: DocumentRun, ports: IngestionPorts,
     """Extract and Chunk in one pass, for a runner that overlaps them with EmbedBatches (the local
     runner, :data:`memory_engine.domain.pipeline.STREAMED`): pages are chunked as they are parsed and
     each batch object is handed to ``emit`` as soon as it is written, while later pages are parsed.
-    Returns what Chunk returns (no pages object is written); raises what Extract and Chunk raise.
+    Returns what Chunk returns (no pages object is written), or what Extract returns when the
+    converter answers ``pending`` (no batches: the runner goes on with AwaitConversion and Chunk);
+    raises what Extract and Chunk raise.
     Holds one page and one batch at a time (``page`` chunks); the joined strategies need the whole
     text, as the two steps do."""
     if run.skip:
@@ -282,7 +264,10 @@ def extract_and_chunk(run: DocumentRun, ports: IngestionPorts,
     if source is None:
         return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
     doc, data, content_type = source
-    counted = _Counted(_read(run, ports, doc, data, content_type))
+    try:
+        counted = _Counted(_read(run, ports, doc, data, content_type))
+    except ConversionPending as pending:  # the pages come later: the run goes on through AwaitConversion
+        return run.model_copy(update={"awaiting_conversion": pending.wait})
     batches, total = _write_batches(stream_chunks(counted, doc.chunk_settings), doc, run, ports, emit)
     ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=counted.count)
     return run.model_copy(update={"total_pages": counted.count, "batches": batches, "total_chunks": total})
@@ -341,7 +326,21 @@ def finalize(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     if not ports.documents.finalize(run.project_id, run.document_id, run.generation):
         return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
     _cleanup(ports.blobs, run.document_id, run.generation)
+    _publish(ports, c.DETAIL_TYPE_DOCUMENT_READY, run.project_id, run.document_id, error=None)
     return run
+
+
+def _publish(ports: IngestionPorts, detail_type: str, project_id: str, document_id: str, *, error: str | None) -> None:
+    """``document.ready`` / ``document.failed`` on the bus: best effort (the document's status is
+    the record; a bus failure is logged, never fails the run)."""
+    if ports.events is None:
+        return
+    try:
+        path = ports.documents.get(project_id, document_id).path
+        detail = {"project_id": project_id, "document_id": document_id, "path": path, "error": error}
+        ports.events.publish(detail_type, detail)
+    except Exception:
+        logger.exception("could not publish %s for document %s", detail_type, document_id)
 
 
 def _cleanup(blobs: BlobStore, document_id: str, generation: int | None) -> None:
@@ -352,10 +351,14 @@ def _cleanup(blobs: BlobStore, document_id: str, generation: int | None) -> None
 
 
 # --- mark_failed ---
-def failure_message(error: str, message: str) -> str:
+def failure_message(error: str, message: str, awaiting: ConversionWait | None = None) -> str:
     """The document's ``error``: named content failures verbatim, anything else with a next step."""
     if error in CONTENT_ERRORS:
         return message
+    if error == "States.Timeout" and awaiting is not None:
+        return (f"the converter at {awaiting.converter_url} answered pending but did not deliver the pages to the "
+                f"callback URL within {awaiting.deadline_seconds} s (the deadline); fix the converter, then retry "
+                "with POST /v1/documents/{id}/ingest")
     if error == "States.Timeout":
         return ("ingestion timed out; retry with POST /v1/documents/{id}/ingest, or split the file if it is very large")
     if error in ("EmbeddingThrottled", "EmbeddingError"):
@@ -378,7 +381,7 @@ def mark_failed(failed: FailedRun, ports: IngestionPorts) -> MarkFailedResult:
             if found is not None:
                 document_id = found.id
                 break
-    message = failure_message(failed.failure.Error, failed.failure.message)
+    message = failure_message(failed.failure.Error, failed.failure.message, failed.awaiting_conversion)
     if document_id is not None:
         message = message.replace("{id}", document_id)
     if document_id is None or project_id is None:
@@ -387,4 +390,6 @@ def mark_failed(failed: FailedRun, ports: IngestionPorts) -> MarkFailedResult:
     marked = ports.documents.mark_failed(project_id, document_id, generation, message)
     if generation is not None:
         _cleanup(ports.blobs, document_id, generation)
+    if marked:
+        _publish(ports, c.DETAIL_TYPE_DOCUMENT_FAILED, project_id, document_id, error=message)
     return MarkFailedResult(document_id=document_id, marked=marked, error=message)

@@ -1,0 +1,52 @@
+"""The local stand-in for a Step Functions task token: the runner's AwaitConversion polls the
+recorded conversion until the converter's callback delivered it, or the deadline passes.
+
+Polling the database (not an in-process signal) because the callback may be served by another
+process (the local engine's worker processes serve HTTP requests)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_engine.domain.documents import DocumentRun
+from memory_engine.local.pipeline import TaskFailed, TaskTimedOut
+from memory_engine.ports.conversions import ConversionRepository
+from memory_engine.services.ingestion.callbacks import converted_run
+
+
+@dataclass
+class ConversionWaiter:
+    """A :data:`memory_engine.local.pipeline.TokenWaiter`."""
+
+    conversions: ConversionRepository
+    poll_seconds: float = 0.25
+    clock: Callable[[], float] = field(default=time.monotonic)
+
+    def __call__(self, state: dict[str, Any], task_token: str, timeout: float) -> dict[str, Any]:
+        run = DocumentRun.model_validate(state)
+        deadline = self.clock() + timeout
+        while True:
+            conversion = self.conversions.get(run.document_id, run.generation)
+            if conversion is None:
+                raise TaskFailed("ConverterFailed", "internal: the awaited conversion disappeared; re-ingest the document")
+            if conversion.delivered:
+                if conversion.error is not None:
+                    raise TaskFailed("ConverterFailed", conversion.error)
+                return converted_run(conversion, run).model_dump(mode="json")
+            if self.clock() >= deadline:
+                raise TaskTimedOut(f"no callback within {timeout:g} s")
+            time.sleep(self.poll_seconds)
+
+
+class LocalTaskCallbacks:
+    """:class:`memory_engine.ports.conversions.TaskCallbacks` locally: nothing to send, the
+    :class:`ConversionWaiter` sees the delivery in the database."""
+
+    def succeed(self, task_token: str, output: dict[str, Any]) -> None:
+        return None
+
+    def fail(self, task_token: str, error: str, cause: str) -> None:
+        return None
