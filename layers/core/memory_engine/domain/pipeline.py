@@ -89,6 +89,9 @@ class Streamed:
     producers: tuple[Step, ...]
     consumer: Step
     handler: str
+    #: When the pass's output has this field set, it stopped after the first producer (its output
+    #: is that step's) and the run goes on with the steps after it, one after the other.
+    stopped_when: str | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,8 @@ PIPELINE: tuple[Step, ...] = (REGISTER, EXTRACT, AWAIT_CONVERSION, CHUNK, EMBED,
 #: (``services.ingestion.steps.extract_and_chunk``): a long PDF's ingestion is bound by the model,
 #: not the parser (docs/ingestion.md "Streaming"). A run whose converter answers ``pending`` stops
 #: the pass after Extract and goes on through AwaitConversion, Chunk and EmbedBatches.
-STREAMED = Streamed(producers=(EXTRACT, CHUNK), consumer=EMBED, handler="extract_and_chunk")
+STREAMED = Streamed(producers=(EXTRACT, CHUNK), consumer=EMBED, handler="extract_and_chunk",
+                    stopped_when=AWAITING_FIELD)
 #: Where any step's failure goes (after its retries).
 FAILURE_HANDLER: Step = MARK_FAILED
 #: A payload with this field is a prepared DocumentRun (API create / re-ingest): it enters at

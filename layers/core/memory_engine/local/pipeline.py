@@ -136,8 +136,6 @@ class PipelineRunner:
         timings: dict[str, float] = {}
         start = PIPELINE.index(entry_step(payload))
         streamed_done: set[str] = set()
-        spec = STREAMED.consumer.map
-        assert spec is not None
         for step in PIPELINE[start:]:
             if step.only_when is not None and state.get(step.only_when) is None:
                 continue
@@ -147,7 +145,7 @@ class PipelineRunner:
             try:
                 if self.stream is not None and step is STREAMED.producers[0]:
                     state = self._run_streamed(state, timings)
-                    if state.get(spec.items_field) is not None:  # else it stopped after the first producer (awaiting a converter)
+                    if not (STREAMED.stopped_when and state.get(STREAMED.stopped_when)):  # else: awaiting a converter
                         streamed_done = {s.name for s in (*STREAMED.producers[1:], STREAMED.consumer)}
                 elif step.map is not None:
                     self._run_map(step, state)
