@@ -25,7 +25,8 @@ from tests.support.extraction import turn_event
 
 #: Every table that holds a project's data, fingerprinted row by row (api_keys excluded: a key's
 #: last use is bookkeeping, not data).
-TABLES = ("memories", "memory_entries", "entities", "documents", "document_chunks", "episodes", "extraction_runs")
+TABLES = ("memories", "memory_entries", "entities", "documents", "document_chunks", "episodes", "extraction_runs",
+          "ingestion_rules")
 
 
 @dataclass
@@ -42,10 +43,11 @@ class Tenant:
     entity: str
     upload_token: str
     event_ids: list[str]
+    rule_id: str
 
     @property
     def ids(self) -> list[str]:
-        return [self.memory_id, self.entry_id, self.document_id, self.upload_token, *self.event_ids]
+        return [self.memory_id, self.entry_id, self.document_id, self.upload_token, *self.event_ids, self.rule_id]
 
 
 def _populate(container: Container, make_key: Any, name: str, secret: str) -> Tenant:
@@ -67,8 +69,12 @@ def _populate(container: Container, make_key: Any, name: str, secret: str) -> Te
                        messages=[{"role": "user", "content": f"Remember the {secret} password."}])
     delivered = api.post("/v1/events", event, params={"wait": "true"})
     assert delivered.status == 200, delivered.json
+    rule = ApiClient(make_key(name, "admin")).post("/v1/ingestion-rules", {
+        "content_type_glob": f"application/x-{secret.lower()}",
+        "converter": {"type": "http", "url": f"https://{secret.lower()}.example/convert"}})
+    assert rule.status == 201, rule.json
     return Tenant(name, project_id, api, secret, memory["id"], entry["id"], doc["id"], prefix, tag, entity,
-                  upload["upload_url"].rsplit("/", 1)[-1], [event["id"]])
+                  upload["upload_url"].rsplit("/", 1)[-1], [event["id"]], rule.json["id"])
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +126,8 @@ def _requests(victim: Tenant, attacker: Tenant) -> st.SearchStrategy[tuple[str, 
             ("GET", f"/v1/documents/{v.document_id}/status", None, None),
             ("POST", f"/v1/documents/{v.document_id}/ingest", {"chunk_strategy": "size", "chunk_size": 100}, None),
             ("DELETE", f"/v1/documents/{v.document_id}", None, None),
+            ("GET", f"/v1/ingestion-rules/{v.rule_id}", None, None),
+            ("GET", "/v1/ingestion-rules", None, None),
             # an upload URL is a bearer capability, like a presigned S3 URL: holding the victim's genuine
             # URL is holding its credential (tests/unit/domain/test_upload_tokens.py). What a key of another
             # project must never do is forge one: the victim's token with its signature altered.

@@ -183,7 +183,7 @@ class OcrConverter(RequestModel):
 Converter = Annotated[HttpConverter | OcrConverter, Field(discriminator="type")]
 
 
-class IngestionRuleFields(RequestModel):
+class _IngestionRuleBody(BaseModel):
     content_type_glob: str
     converter: Converter
     native_extraction: NativeExtraction = "first"
@@ -191,6 +191,12 @@ class IngestionRuleFields(RequestModel):
     chunk_strategy: ChunkStrategy | None = None
     chunk_size: int | None = None
     chunk_overlap: int | None = None
+
+
+class IngestionRuleFields(_IngestionRuleBody):
+    """``POST /v1/ingestion-rules``, ``PUT /v1/ingestion-rules/{id}``."""
+
+    model_config = RequestModel.model_config
 
 
 class EmbeddingsRequest(RequestModel):
@@ -447,16 +453,11 @@ class DocumentPage(ResponseModel):
     next_cursor: str | None
 
 
-class IngestionRule(ResponseModel):
+class IngestionRule(_IngestionRuleBody):
+    model_config = ResponseModel.model_config
+
     id: str
     project_id: str
-    content_type_glob: str
-    converter: Converter
-    native_extraction: NativeExtraction = "first"
-    file_delivery: FileDelivery = "base64"
-    chunk_strategy: ChunkStrategy | None = None
-    chunk_size: int | None = None
-    chunk_overlap: int | None = None
     created_at: datetime
     updated_at: datetime
 

@@ -144,9 +144,17 @@ class RuleChunkFields(BaseModel):
 
     def chunk_settings(self, base: ChunkSettings) -> ChunkSettings:
         """These fields over ``base`` (an overlap left out follows the size, capped below it)."""
-        size = self.chunk_size if self.chunk_size is not None else base.size
-        overlap = self.chunk_overlap if self.chunk_overlap is not None else min(base.overlap, size // 5)
-        return ChunkSettings(strategy=self.chunk_strategy or base.strategy, size=size, overlap=min(overlap, size - 1))
+        strategy, size, overlap = overlay_chunk_fields(base, self.chunk_strategy, self.chunk_size, self.chunk_overlap)
+        return ChunkSettings(strategy=strategy, size=size, overlap=min(overlap, size - 1))
+
+
+def overlay_chunk_fields(base: ChunkSettings, strategy: ChunkStrategy | None, size: int | None,
+                         overlap: int | None) -> tuple[ChunkStrategy, int, int]:
+    """Chunk fields given (request or rule) over ``base``: an overlap not given follows the size (the
+    default 200 is a fifth of the default 1000). The caller checks overlap < size."""
+    new_size = size if size is not None else base.size
+    new_overlap = overlap if overlap is not None else min(base.overlap, new_size // 5)
+    return strategy or base.strategy, new_size, new_overlap
 
 
 class IngestionRuleFields(RuleChunkFields):

@@ -42,7 +42,7 @@ class LocalContainer(Container):
         overlapped with embedding (``domain.pipeline.STREAMED``); a run awaiting a converter's
         callback polls the database (the callback may reach another process)."""
         return PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer,
-                              wait_for_token=ConversionWaiter(self.conversions))
+                              wait_for_token=ConversionWaiter(lambda: self.conversions))
 
     @cached_property
     def task_callbacks(self) -> TaskCallbacks:

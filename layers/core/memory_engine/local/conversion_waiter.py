@@ -19,9 +19,10 @@ from memory_engine.services.ingestion.callbacks import converted_run
 
 @dataclass
 class ConversionWaiter:
-    """A :data:`memory_engine.local.pipeline.TokenWaiter`."""
+    """A :data:`memory_engine.local.pipeline.TokenWaiter`. ``conversions`` gives the repository when
+    a run first waits (the database is not needed to build the runner)."""
 
-    conversions: ConversionRepository
+    conversions: Callable[[], ConversionRepository]
     poll_seconds: float = 0.25
     clock: Callable[[], float] = field(default=time.monotonic)
 
@@ -29,7 +30,7 @@ class ConversionWaiter:
         run = DocumentRun.model_validate(state)
         deadline = self.clock() + timeout
         while True:
-            conversion = self.conversions.get(run.document_id, run.generation)
+            conversion = self.conversions().get(run.document_id, run.generation)
             if conversion is None:
                 raise TaskFailed("ConverterFailed", "internal: the awaited conversion disappeared; re-ingest the document")
             if conversion.delivered:

@@ -23,6 +23,7 @@ from memory_engine.domain.documents import (
     DocumentStatus,
     normalize_path,
 )
+from memory_engine.domain.ingestion_rules import overlay_chunk_fields
 from memory_engine.domain.validation import JsonObject, Text
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload
@@ -62,13 +63,11 @@ class ChunkFields(BaseModel):
 
     def settings(self, base: ChunkSettings) -> ChunkSettings:
         """The request's fields over ``base``. Raises InvalidInput (overlap >= size)."""
-        size = self.chunk_size if self.chunk_size is not None else base.size
-        # an overlap not sent follows the size (the default 200 is a fifth of the default 1000)
-        overlap = self.chunk_overlap if self.chunk_overlap is not None else min(base.overlap, size // 5)
+        strategy, size, overlap = overlay_chunk_fields(base, self.chunk_strategy, self.chunk_size, self.chunk_overlap)
         if overlap >= size:
             raise InvalidInput(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
                                details=[{"field": "chunk_overlap"}])
-        return ChunkSettings(strategy=self.chunk_strategy or base.strategy, size=size, overlap=overlap)
+        return ChunkSettings(strategy=strategy, size=size, overlap=overlap)
 
     def explicit(self) -> bool:
         return any(v is not None for v in (self.chunk_strategy, self.chunk_size, self.chunk_overlap))
