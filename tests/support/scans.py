@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 from PIL import Image, ImageDraw, ImageFont
+from pypdf import PdfWriter
 
 
 def text_image(*lines: str, mode: str = "L") -> Image.Image:
@@ -27,4 +28,14 @@ def scanned_pdf(*lines: str) -> bytes:
     """A one-page PDF whose only content is a 1-bit (CCITT Group 4) image of ``lines``."""
     out = io.BytesIO()
     text_image(*lines, mode="1").save(out, "PDF", resolution=200)
+    return out.getvalue()
+
+
+def blank_pdf(pages: int = 3) -> bytes:
+    """A PDF of ``pages`` empty pages (no text, no image)."""
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=200, height=200)
+    out = io.BytesIO()
+    writer.write(out)
     return out.getvalue()

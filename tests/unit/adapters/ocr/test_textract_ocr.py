@@ -4,18 +4,17 @@ WORD, Geometry, Relationships, Page; JobStatus; NextToken)."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
-from pypdf import PdfWriter
 
 from memory_engine.adapters.ocr.textract import STAGING_PREFIX, TextractOcr
 from memory_engine.domain.ingestion_errors import ConverterFailed
 from memory_engine.errors import DependencyError
+from tests.support.scans import blank_pdf
 
 BUCKET = "memory-engine-documents"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
@@ -41,15 +40,6 @@ def _blocks(page: int | None, *lines: str) -> list[dict[str, Any]]:
                        "Geometry": _geometry(), "Id": word_id, **extra}
                       for word_id, word in zip(word_ids, text.split(), strict=True))
     return blocks
-
-
-def _pdf(pages: int) -> bytes:
-    writer = PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=200, height=200)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
 
 
 @pytest.fixture
@@ -81,7 +71,7 @@ def test_a_multi_page_pdf_is_staged_in_s3_detected_asynchronously_and_read_throu
     clients: tuple[Stubber, Stubber, TextractOcr],
 ) -> None:
     textract, s3, ocr = clients
-    data = _pdf(3)
+    data = blank_pdf(3)
     # Given the PDF is staged under _work/ocr/, the job runs once more than it is polled,
     # and its results come in two pages of results (NextToken)
     s3.add_response("put_object", {"ETag": '"abc"'},
@@ -111,7 +101,7 @@ def test_a_multi_page_pdf_is_staged_in_s3_detected_asynchronously_and_read_throu
 
 def test_the_staged_key_is_under_the_work_prefix(clients: tuple[Stubber, Stubber, TextractOcr]) -> None:
     textract, s3, ocr = clients
-    data = _pdf(2)
+    data = blank_pdf(2)
     keys: list[str] = []
     s3.add_response("put_object", {}, {"Bucket": BUCKET, "Key": ANY, "Body": data, "ContentType": "application/pdf"})
     textract.add_response("start_document_text_detection", {"JobId": "job-2"},

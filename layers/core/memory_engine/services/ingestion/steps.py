@@ -206,26 +206,32 @@ def _source(run: DocumentRun, ports: IngestionPorts) -> tuple[Document, bytes, s
     return doc, data, ct.resolve(doc.path, doc.content_type)
 
 
-def _read(run: DocumentRun, ports: IngestionPorts, doc: Document, data: bytes, content_type: str) -> Iterator[Page]:
-    """The document's pages (see :func:`reading.extract_pages`). Raises ConversionPending."""
-    rule = rule_for(ports.documents.list_rules(run.project_id), content_type)
-    return extract_pages(data, content_type, doc.path, ports, rule, document=doc, generation=run.generation)
-
-
-def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
-    """The object -> pages (one work object), or the converter's ``pending`` (``awaiting_conversion``).
-    Raises TooLarge, EncryptedPdf, NoTextLayer, DocumentUnreadable, UnsupportedContentType,
-    ConverterFailed, DocumentGone."""
+def _open(run: DocumentRun, ports: IngestionPorts) -> tuple[Document, Iterator[Page]] | DocumentRun:
+    """The document and its pages (as they are read, see :func:`reading.extract_pages`), or the run's
+    next state when there is nothing to read now: skipped, superseded, or awaiting a converter's
+    callback (``awaiting_conversion``). Raises what :func:`_source` and ``extract_pages`` raise."""
     if run.skip:
         return run
     source = _source(run, ports)
     if source is None:
         return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
     doc, data, content_type = source
+    rule = rule_for(ports.documents.list_rules(run.project_id), content_type)
     try:
-        pages = list(_read(run, ports, doc, data, content_type))
+        return doc, extract_pages(data, content_type, doc.path, ports, rule, document=doc, generation=run.generation)
     except ConversionPending as pending:
         return run.model_copy(update={"awaiting_conversion": pending.wait})
+
+
+def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
+    """The object -> pages (one work object), or the converter's ``pending`` (``awaiting_conversion``).
+    Raises TooLarge, EncryptedPdf, NoTextLayer, DocumentUnreadable, UnsupportedContentType,
+    ConverterFailed, DocumentGone."""
+    opened = _open(run, ports)
+    if isinstance(opened, DocumentRun):
+        return opened
+    doc, read = opened
+    pages = list(read)
     key = work_prefix(doc.id, run.generation) + "pages.json"
     ports.blobs.put(key, json.dumps([p.model_dump() for p in pages], ensure_ascii=False).encode(),
                     content_type="application/json")
@@ -258,16 +264,11 @@ def extract_and_chunk(run: DocumentRun, ports: IngestionPorts,
     raises what Extract and Chunk raise.
     Holds one page and one batch at a time (``page`` chunks); the joined strategies need the whole
     text, as the two steps do."""
-    if run.skip:
-        return run
-    source = _source(run, ports)
-    if source is None:
-        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
-    doc, data, content_type = source
-    try:
-        counted = _Counted(_read(run, ports, doc, data, content_type))
-    except ConversionPending as pending:  # the pages come later: the run goes on through AwaitConversion
-        return run.model_copy(update={"awaiting_conversion": pending.wait})
+    opened = _open(run, ports)
+    if isinstance(opened, DocumentRun):  # awaiting a converter: the run goes on through AwaitConversion
+        return opened
+    doc, read = opened
+    counted = _Counted(read)
     batches, total = _write_batches(stream_chunks(counted, doc.chunk_settings), doc, run, ports, emit)
     ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=counted.count)
     return run.model_copy(update={"total_pages": counted.count, "batches": batches, "total_chunks": total})
