@@ -38,9 +38,9 @@ STAGING_PREFIX = f"{c.S3_WORK_PREFIX}ocr/"
 
 class TextractOcr:
     """Takes its boto3 ``textract`` and ``s3`` clients and the documents bucket. ``max_wait_s``
-    bounds an asynchronous job (within the extract function's timeout)."""
+    bounds an asynchronous job: the Extract function times out after 5 minutes."""
 
-    def __init__(self, textract: Any, s3: Any, bucket: str, *, poll_s: float = 2.0, max_wait_s: float = 600.0,
+    def __init__(self, textract: Any, s3: Any, bucket: str, *, poll_s: float = 2.0, max_wait_s: float = 240.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self._textract, self._s3, self.bucket = textract, s3, bucket
         self.poll_s, self.max_wait_s, self._sleep = poll_s, max_wait_s, sleep
