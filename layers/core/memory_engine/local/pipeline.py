@@ -6,6 +6,10 @@ Same entry routing (S3 event -> Register; prepared DocumentRun -> Extract), same
 between the same handlers, same Retry policies (error name = exception class name, exponential
 backoff), the embed Map with bounded concurrency, and any failure after retries handed to
 ``mark_failed`` with ``failure: {Error, Cause}`` exactly as an ASL Catch would.
+
+One difference, declared in the pipeline definition (:data:`memory_engine.domain.pipeline.STREAMED`):
+with a ``stream`` invoker the runner overlaps Extract and Chunk with the EmbedBatches Map (pages are
+chunked and embedded while later pages are parsed), so a long PDF is bound by the model, not the parser.
 """
 
 from __future__ import annotations
