@@ -18,6 +18,7 @@ from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
 from memory_engine.bootstrap import Container, set_container
 from memory_engine.errors import ChatModelError
 from memory_engine.local.lambda_runtime import invoke
+from memory_engine.ports.chat import ChatRequest
 from memory_engine.settings import Settings
 from tests.support.extraction import ScriptedChatModel, fact, sqs_record, turn_event
 
@@ -154,8 +155,8 @@ def test_a_failing_record_is_reported_alone_and_ends_in_the_dlq_after_max_receiv
     timeout = ChatModelError("Bedrock Converse failed: Read timeout")
 
     class PerTurn(ScriptedChatModel):
-        def complete(self, messages: Any, **kw: Any) -> str:
-            if "Braga" in messages[-1].content:
+        def _complete(self, request: ChatRequest) -> str:
+            if "Braga" in request.messages[-1].content:
                 raise timeout
             return replies["good"]
 

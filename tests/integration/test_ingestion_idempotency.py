@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memory_engine.bootstrap import Container
-from memory_engine.domain.documents import DocumentRun, EmbedBatchInput
+from memory_engine.domain.documents import FILE_DEFAULTS, ChunkSettings, ChunkStrategy, DocumentRun, EmbedBatchInput
 from memory_engine.errors import EmbeddingThrottled
 from memory_engine.services.ingestion import steps
 from memory_engine.services.ingestion.documents import CreateTextDocument, ReingestRequest, reingest
@@ -39,8 +39,8 @@ def _put(container: Container, project_id: str, path: str, data: bytes) -> dict[
 
 def test_redelivered_event_leaves_exactly_one_set_of_chunks(container: Container, project_id: str) -> None:
     # Given a text file ingested from its S3 event with the size strategy (several embed batches)
-    container.documents.prepare(project_id, steps.NewDocument(path="/r/a.txt", chunk_settings=steps.ChunkSettings(
-        strategy=steps.ChunkStrategy.SIZE, size=120, overlap=20)), default_settings=steps.FILE_DEFAULTS)
+    container.documents.prepare(project_id, steps.NewDocument(path="/r/a.txt", chunk_settings=ChunkSettings(
+        strategy=ChunkStrategy.SIZE, size=120, overlap=20)), default_settings=FILE_DEFAULTS)
     event = _put(container, project_id, "/r/a.txt", TEXT.encode())
     runner = fast_runner(container)
     assert runner.run(event).status == "succeeded"
@@ -68,8 +68,8 @@ def test_embed_retry_after_a_fault_mid_batch_does_not_duplicate(container: Conta
                 raise EmbeddingThrottled("injected: throttled after the batch was written")
         return result
 
-    container.documents.prepare(project_id, steps.NewDocument(path="/r/b.txt", chunk_settings=steps.ChunkSettings(
-        strategy=steps.ChunkStrategy.SIZE, size=120, overlap=20)), default_settings=steps.FILE_DEFAULTS)
+    container.documents.prepare(project_id, steps.NewDocument(path="/r/b.txt", chunk_settings=ChunkSettings(
+        strategy=ChunkStrategy.SIZE, size=120, overlap=20)), default_settings=FILE_DEFAULTS)
     event = _put(container, project_id, "/r/b.txt", TEXT.encode())
     # When the pipeline runs (the Map retries the failed batch per the Retry policy)
     result = fast_runner(container, invoke=flaky, map_concurrency=1).run(event)
@@ -110,7 +110,7 @@ def test_reingest_keeps_old_chunks_searchable_until_the_new_set_is_complete(
     assert ready.status.value == "ready" and ready.total_chunks == 1
     old_generation = ready.active_generation
     # When a re-ingest with the size strategy is under way (extracted, chunked, one batch embedded)
-    doc2 = c.documents.begin_reingest(project_id, doc.id, steps.ChunkSettings(strategy=steps.ChunkStrategy.SIZE,
+    doc2 = c.documents.begin_reingest(project_id, doc.id, ChunkSettings(strategy=ChunkStrategy.SIZE,
                                                                               size=150, overlap=30))
     run = DocumentRun(project_id=project_id, document_id=doc.id, generation=doc2.ingest_generation)
     run = steps.chunk(steps.extract(run, c.ingestion_ports), c.ingestion_ports)

@@ -15,7 +15,7 @@ import pytest
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.write_decision import ARBITRATION_SYSTEM_PROMPT
-from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.chat import ChatModel, ChatRequest
 from tests.conftest import shared_data
 from tests.support.api_client import ApiClient
 from tests.support.extraction import turn_event
@@ -39,9 +39,9 @@ class LocomoObservationModel(ChatModel):
                     self._by_evidence.setdefault(dia_id.strip(), []).append((speaker, content))
         self.extraction_calls = 0
 
-    def complete(self, messages: list[ChatMessage], *, system: str | None = None, model: str | None = None,
-                 max_tokens: int = 1024, timeout: float = 30.0) -> str:
-        if system == ARBITRATION_SYSTEM_PROMPT:
+    def _complete(self, request: ChatRequest) -> str:
+        messages = request.messages
+        if request.system == ARBITRATION_SYSTEM_PROMPT:
             return '{"decision": "distinct", "reason": "different facts"}'
         self.extraction_calls += 1
         transcript = messages[-1].content

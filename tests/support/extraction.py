@@ -13,7 +13,7 @@ from typing import Any
 
 from memory_engine.domain.write_decision import ARBITRATION_SYSTEM_PROMPT
 from memory_engine.errors import ChatModelError
-from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.chat import ChatModel, ChatRequest
 
 #: Given (existing fact, new fact) -> the arbitration reply (JSON text).
 Arbiter = Callable[[str, str], str]
@@ -56,18 +56,11 @@ class ScriptedChatModel(ChatModel):
     def extraction_calls(self) -> list[ChatCall]:
         return [c for c in self.calls if c.system != ARBITRATION_SYSTEM_PROMPT]
 
-    def complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        system: str | None = None,
-        model: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 30.0,
-    ) -> str:
-        user = messages[-1].content
+    def _complete(self, request: ChatRequest) -> str:
+        user = request.messages[-1].content
+        system = request.system
         with self._lock:
-            self.calls.append(ChatCall(system, user, model, timeout))
+            self.calls.append(ChatCall(system, user, request.model, request.timeout))
             if system == ARBITRATION_SYSTEM_PROMPT:
                 facts = [json.loads(line.split(": ", 1)[1]) for line in user.splitlines()[:2]]
                 self.arbitrations.append((facts[0], facts[1]))

@@ -8,7 +8,7 @@ from memory_engine.bootstrap import Container
 from memory_engine.domain.entries import NewEntry
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
 from memory_engine.errors import ChatModelError, EmbeddingError
-from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.chat import ChatModel, ChatRequest
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
 from memory_engine.services.write_entry import AgentContext, WriteResult, write_entry
 
@@ -33,16 +33,9 @@ class ScriptedChat(ChatModel):
     def script(self, reply: str | BaseException, before_reply: Callable[[], None] | None = None) -> None:
         self.reply, self.before_reply, self.calls = reply, before_reply, []
 
-    def complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        system: str | None = None,
-        model: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 30.0,
-    ) -> str:
-        self.calls.append({"messages": messages, "system": system, "model": model, "timeout": timeout})
+    def _complete(self, request: ChatRequest) -> str:
+        self.calls.append({"messages": request.messages, "system": request.system, "model": request.model,
+                           "timeout": request.timeout})
         if self.before_reply is not None:
             self.before_reply()
         if isinstance(self.reply, BaseException):

@@ -7,10 +7,19 @@ from typing import Any
 
 
 class MemoryEngineError(Exception):
-    """Base class. ``code`` is stable and machine-readable; ``message`` is for people."""
+    """Base class. ``code`` is stable and machine-readable; ``message`` is for people. A subclass
+    names its HTTP ``status`` and ``code`` in its class line (``class X(Base, status=..., code=...)``);
+    what it does not name it inherits."""
 
     status = 500
     code = "internal_error"
+
+    def __init_subclass__(cls, *, status: int | None = None, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str, *, details: Any = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -23,70 +32,70 @@ class MemoryEngineError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
-class BadRequest(MemoryEngineError):
-    status, code = 400, "bad_request"
+# --- the caller's request: 4xx ---
 
 
-class InvalidInput(MemoryEngineError):
+class BadRequest(MemoryEngineError, status=400, code="bad_request"):
+    """A request the API cannot read (a body that is not JSON, a malformed parameter)."""
+
+
+class InvalidInput(MemoryEngineError, status=422, code="validation_error"):
     """A well-formed request whose fields fail validation (details list the fields)."""
 
-    status, code = 422, "validation_error"
+
+class Unauthorized(MemoryEngineError, status=401, code="unauthorized"):
+    """No API key, or one that is unknown or revoked."""
 
 
-class Unauthorized(MemoryEngineError):
-    status, code = 401, "unauthorized"
+class Forbidden(MemoryEngineError, status=403, code="forbidden"):
+    """A valid key without the scope the route needs, or an upload URL that no longer holds."""
 
 
-class Forbidden(MemoryEngineError):
-    status, code = 403, "forbidden"
+class NotFound(MemoryEngineError, status=404, code="not_found"):
+    """Nothing with that id in the caller's project (another project's rows are never seen)."""
 
 
-class NotFound(MemoryEngineError):
-    status, code = 404, "not_found"
+class Conflict(MemoryEngineError, status=409, code="conflict"):
+    """The row is not in a state that allows the change (e.g. replacing an invalidated entry)."""
 
 
-class Conflict(MemoryEngineError):
-    status, code = 409, "conflict"
+class PayloadTooLarge(MemoryEngineError, status=413, code="payload_too_large"):
+    """A body, a field or metadata over its documented limit (docs/limits.md)."""
 
 
-class PayloadTooLarge(MemoryEngineError):
-    status, code = 413, "payload_too_large"
+# --- what the engine depends on, and its own configuration: 5xx ---
 
 
-class DependencyError(MemoryEngineError):
+class DependencyError(MemoryEngineError, status=503, code="dependency_unavailable"):
     """A backing service (database, model) failed. Retryable unless said otherwise."""
 
-    status, code = 503, "dependency_unavailable"
+
+class DatabaseError(DependencyError, code="database_error"):
+    """PostgreSQL refused or could not be reached; its own wording stays in the server log."""
 
 
-class DatabaseError(DependencyError):
-    code = "database_error"
-
-
-class SchemaMismatch(MemoryEngineError):
+class SchemaMismatch(MemoryEngineError, status=500, code="schema_mismatch"):
     """The database was built for another embedding dimension or a newer schema."""
 
-    status, code = 500, "schema_mismatch"
+
+class EmbeddingError(DependencyError, code="embedding_error"):
+    """The embedding model failed; writes store the row without a vector, search degrades."""
 
 
-class EmbeddingError(DependencyError):
-    code = "embedding_error"
+class EmbeddingThrottled(EmbeddingError, code="embedding_throttled"):
+    """The embedding backend throttled us after its retries (ingestion's embed step retries it)."""
 
 
-class EmbeddingThrottled(EmbeddingError):
-    code = "embedding_throttled"
+class ChatModelError(DependencyError, code="chat_model_error"):
+    """The chat model failed, timed out or answered blank; its callers degrade, never fail."""
 
 
-class ChatModelError(DependencyError):
-    code = "chat_model_error"
+class ChatModelNotConfigured(ChatModelError, code="chat_model_not_configured"):
+    """No chat model is configured (``CHAT_PROVIDER`` unset)."""
 
 
-class ChatModelNotConfigured(ChatModelError):
-    code = "chat_model_not_configured"
-
-
-class ConfigurationError(MemoryEngineError):
-    status, code = 500, "configuration_error"
+class ConfigurationError(MemoryEngineError, status=500, code="configuration_error"):
+    """A setting the function needs is missing or invalid (raised at cold start)."""
 
 
 def invalid_input(error: Any, message: str) -> InvalidInput:

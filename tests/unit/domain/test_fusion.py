@@ -9,7 +9,7 @@ import pytest
 from memory_engine.domain.fusion import fuse, neighbours, top_keys
 from memory_engine.domain.query_text import DateMention, date_mentions
 from memory_engine.domain.search_config import HYBRID, KEYWORD_ONLY, PRESETS, VECTOR_ONLY, Signal
-from memory_engine.domain.search_models import Candidate, RankedLists, ResultKey
+from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey
 
 
 def fact(similarity: float, *, bm25: float = 0.0, previous: tuple[ResultKey, ...] = (), subject: str | None = None,
@@ -21,12 +21,16 @@ def key(name: str) -> ResultKey:
     return ("memory", name)
 
 
+VECTOR: ListKey = ("memory", Signal.VECTOR)
+KEYWORD: ListKey = ("memory", Signal.KEYWORD)
+
+
 def ranked(vector: dict[str, float], keyword: dict[str, float]) -> RankedLists:
     out = RankedLists()
-    out.lists["memory:vector"] = [key(k) for k in vector]
-    out.scores["memory:vector"] = list(vector.values())
-    out.lists["memory:keyword"] = [key(k) for k in keyword]
-    out.scores["memory:keyword"] = list(keyword.values())
+    out.lists[VECTOR] = [key(k) for k in vector]
+    out.scores[VECTOR] = list(vector.values())
+    out.lists[KEYWORD] = [key(k) for k in keyword]
+    out.scores[KEYWORD] = list(keyword.values())
     return out
 
 
@@ -44,11 +48,11 @@ def test_scores_are_normalized_then_weighted() -> None:
 def test_single_signal_presets_rank_by_that_signal_alone() -> None:
     lists = ranked({"a": 0.9, "b": 0.7}, {"b": 8.0, "a": 2.0})
     cands = {key("a"): fact(0.9, bm25=2.0), key("b"): fact(0.7, bm25=8.0)}
-    only_vector = RankedLists(lists={"memory:vector": lists.lists["memory:vector"]},
-                              scores={"memory:vector": lists.scores["memory:vector"]})
+    only_vector = RankedLists(lists={VECTOR: lists.lists[VECTOR]},
+                              scores={VECTOR: lists.scores[VECTOR]})
     assert [s.key[1] for s in fuse(only_vector, cands, VECTOR_ONLY)] == ["a", "b"]
-    only_keyword = RankedLists(lists={"memory:keyword": lists.lists["memory:keyword"]},
-                               scores={"memory:keyword": lists.scores["memory:keyword"]})
+    only_keyword = RankedLists(lists={KEYWORD: lists.lists[KEYWORD]},
+                               scores={KEYWORD: lists.scores[KEYWORD]})
     assert [s.key[1] for s in fuse(only_keyword, cands, KEYWORD_ONLY)] == ["b", "a"]
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from memory_engine.domain.globs import glob_to_like, prefix_to_like
 from memory_engine.domain.query_text import name_candidates, uses_websearch_syntax
 from memory_engine.domain.rrf import RRF_K, rrf
 from memory_engine.domain.search_config import PRESETS, SearchConfig, Signal, preset
-from memory_engine.domain.search_models import glob_to_like, prefix_to_like
 
 
 def test_scores_are_sums_of_reciprocal_ranks_with_k_60() -> None:

@@ -16,6 +16,7 @@ from memory_engine.domain.validation import (
     CLIPPED,
     MAX_BODY_DEPTH,
     MAX_JSON_DEPTH,
+    json_structure,
     json_text_too_deep,
     project_name,
     readable_json,
@@ -165,3 +166,12 @@ def test_cli_keys_create_refuses_a_project_name_with_path_segments(capsys: pytes
 def test_post_and_put_share_the_validity_window_rule(model: object) -> None:
     with pytest.raises(ValidationError, match="valid_to must not be before valid_from"):
         model(valid_from="2024-02-01T00:00:00Z", valid_to="2024-01-01T00:00:00Z")  # type: ignore[operator]
+
+
+def test_json_structure_sees_brackets_and_commas_outside_strings_only() -> None:
+    # Given JSON whose string holds brackets, a comma and an escaped quote
+    text = '[{"a": "x,]\\"{"}, 1]'
+    # When its structure is read, Then only the real brackets and commas come out, with their positions
+    found = list(json_structure(text))
+    assert [ch for _, ch in found] == ["[", "{", "}", ",", "]"]
+    assert all(text[at] == ch for at, ch in found)

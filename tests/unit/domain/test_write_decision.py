@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from memory_engine.domain.entities import anchor_name, embedding_text, entity_links, normalize_entity_name
-from memory_engine.domain.entries import EntityRef, NewEntry, check_content, check_metadata
+from memory_engine.domain.entities import anchor_name, embedding_text, entity_links, fact_texts, normalize_entity_name
+from memory_engine.domain.entries import EntityRef, EntryEntity, NewEntry, check_content, check_metadata
+from memory_engine.domain.search_models import EntityLink, MemoryResult
 from memory_engine.domain.write_decision import (
     MERGE_FLOOR,
     Arbitration,
@@ -97,6 +100,19 @@ def test_entity_normalization_roles_and_anchor_text() -> None:
     assert embedding_text("user likes the corolla", "Toyota Corolla") == "user likes the corolla. About: Toyota Corolla."
     assert embedding_text(" Is it? ", "X") == "Is it? About: X."
     assert embedding_text("bare fact.", None) == "bare fact."
+
+
+def test_one_anchor_rule_for_new_links_stored_entities_and_search_results() -> None:
+    # Given a fact with a mention named before its object, and no subject
+    links = entity_links([EntityRef(name="Oslo"), EntityRef(name="Erin")], subject=None, object="Erin")
+    stored = [EntryEntity(name="Erin", role="object"), EntryEntity(name="Oslo", role="mention")]
+    result = MemoryResult(id="ment_1", content="x", score=0.0, memory_id="mem_1", memory_name="m",
+                          created_at=datetime(2025, 1, 1, tzinfo=UTC),
+                          entities=[EntityLink(name="Erin", role="object"), EntityLink(name="Oslo", role="mention")])
+    # When each layer names its anchor, Then all say the object (subject, else object, else first mention)
+    assert anchor_name(links) == anchor_name(stored) == result.anchor == "Erin"
+    # and what a write embeds is the anchored fact, then each entity's display name
+    assert fact_texts("lives there", links, context="Q: where?") == ["Q: where?\nlives there. About: Erin.", "Oslo", "Erin"]
 
 
 def test_content_and_metadata_limits() -> None:

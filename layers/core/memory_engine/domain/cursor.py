@@ -19,6 +19,13 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 
 
+def check_limit(limit: int) -> int:
+    """A list's page size, ``limit`` itself; raises InvalidInput (422) outside 1..``MAX_LIMIT``."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", details=[{"field": "limit"}])
+    return limit
+
+
 @dataclass(frozen=True)
 class Cursor:
     created_at: datetime

@@ -70,6 +70,11 @@ class ChunkSettings(BaseModel):
         return self
 
 
+#: Chunk settings of a document that does not choose its own: a text is one chunk, a file one per page.
+TEXT_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.WHOLE)
+FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
+
+
 class Page(BaseModel):
     """Extracted text of one page (``number`` is 1-based; None for formats without pages)."""
 

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from memory_engine.domain.entries import EntityRef, EntityRole
 
@@ -31,6 +32,22 @@ class NewEntityLink:
     type: str | None
     role: EntityRole
 
+    @property
+    def name(self) -> str:
+        """The spelling the entry's entity listing shows."""
+        return self.display_name
+
+
+class LinkedEntity(Protocol):
+    """An entity linked to a fact, as any layer holds it (a link to write, a stored entry's
+    entity, a search result's)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
 
 def entity_links(entities: Sequence[EntityRef], *, subject: str | None, object: str | None) -> list[NewEntityLink]:
     """The links of an entry: each named entity once, role ``subject`` when it names the fact's
@@ -47,12 +64,17 @@ def entity_links(entities: Sequence[EntityRef], *, subject: str | None, object: 
     return list(links.values())
 
 
-def anchor_name(links: Sequence[NewEntityLink]) -> str | None:
-    """The anchor of a fact: its subject entity, else its first entity, else none."""
-    for link in links:
-        if link.role == "subject":
-            return link.display_name
-    return links[0].display_name if links else None
+#: The order of roles in an entry's entity listing and in choosing its anchor.
+ROLE_ORDER: tuple[EntityRole, ...] = ("subject", "object", "mention")
+
+
+def anchor_name(links: Sequence[LinkedEntity]) -> str | None:
+    """The anchor of a fact, the entity it is about: its subject entity, else its object, else
+    its first mention (the first in ``links`` within a role), else none. A stored entry lists its
+    entities in this role order (by name within a role), so its anchor is its first entity, as
+    the embedding repair reads it."""
+    rank: dict[str, int] = {role: i for i, role in enumerate(ROLE_ORDER)}
+    return min(links, key=lambda link: rank.get(link.role, len(rank))).name if links else None
 
 
 def embedding_text(content: str, anchor: str | None, *, context: str | None = None) -> str:
@@ -64,3 +86,9 @@ def embedding_text(content: str, anchor: str | None, *, context: str | None = No
     if anchor:
         text = f"{text} About: {anchor}." if text.endswith((".", "!", "?")) else f"{text}. About: {anchor}."
     return f"{context.strip()}\n{text}" if context and context.strip() else text
+
+
+def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None) -> list[str]:
+    """What a fact write embeds, in one call: the fact anchor-enriched (:func:`embedding_text`),
+    then each linked entity's display name (entities are matched by vector too)."""
+    return [embedding_text(content, anchor_name(links), context=context), *(link.display_name for link in links)]

@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_engine.domain.validation import (
     JsonObject,
@@ -63,6 +63,11 @@ def clean_tags(tags: list[str] | None) -> list[str]:
         if value not in out:
             out.append(value)
     return out
+
+
+#: The tags of a memory, an entry or a document: at most ``MAX_TAGS`` of 1..``MAX_TAG_CHARS``
+#: characters, stripped, first occurrence kept (a blank tag is a 422).
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(clean_tags)]
 
 
 def turn_text(subject: str | None, content: str) -> str:
@@ -136,7 +141,7 @@ class NewEntry(BaseModel):
 
     memory_id: Text = Field(min_length=1, max_length=64)
     content: Text
-    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    tags: Tags = Field(default_factory=list)
     metadata: JsonObject | None = None
     source_type: SourceType = "manual"
     subject: ShortText | None = None
@@ -163,11 +168,6 @@ class NewEntry(BaseModel):
     @classmethod
     def _none_tags(cls, value: Any) -> Any:
         return [] if value is None else value
-
-    @field_validator("tags")
-    @classmethod
-    def _clean_tags(cls, value: list[str]) -> list[str]:
-        return clean_tags(value)
 
     @field_validator("entities", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from memory_engine.domain.events import TRANSCRIPT_ROLES, TurnMessage
+from memory_engine.domain.validation import json_structure
 
 #: The fixed cap of candidate facts per turn (SOAT: "at most 20 per turn").
 MAX_FACTS = 20
@@ -142,18 +143,9 @@ def _split_strings(text: str) -> list[tuple[bool, str]]:
 def _top_level_items(inner: str) -> list[str]:
     """Split the inside of a JSON array on its top-level commas (string- and bracket-aware)."""
     items: list[str] = []
-    depth, in_string, escaped, start = 0, False, False, 0
-    for i, ch in enumerate(inner):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    depth, start = 0, 0
+    for i, ch in json_structure(inner):
+        if ch in "[{":
             depth += 1
         elif ch in "]}":
             depth = max(0, depth - 1)

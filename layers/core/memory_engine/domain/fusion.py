@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 from memory_engine.domain.query_text import DateMention
 from memory_engine.domain.search_config import SearchConfig, Signal
-from memory_engine.domain.search_models import Candidate, RankedLists, ResultKey
+from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey
 
 
 @dataclass(frozen=True)
 class Scored:
     key: ResultKey
     score: float
-    ranks: dict[str, int] = field(default_factory=dict)
+    ranks: dict[ListKey, int] = field(default_factory=dict)
 
 
 def _clamp(value: float) -> float:
@@ -68,8 +68,7 @@ def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]
     """The weighted sum of every signal's normalized score, per candidate."""
     out = dict.fromkeys(candidates, 0.0)
     for name, keys in ranked.lists.items():
-        source, signal_name = name.split(":", 1)
-        signal = Signal(signal_name)
+        source, signal = name
         weight = config.weight(signal)
         if weight == 0.0 or not keys:
             continue
@@ -127,7 +126,7 @@ def fuse(
             if near:
                 best = max(base[other] * config.neighbour_decay ** (distance - 1) for other, distance in near)
                 final[key] += config.neighbour_weight * best
-    ranks: dict[ResultKey, dict[str, int]] = {key: {} for key in candidates}
+    ranks: dict[ResultKey, dict[ListKey, int]] = {key: {} for key in candidates}
     for name, keys in ranked.lists.items():
         for rank, key in enumerate(keys, start=1):
             if key in ranks:
@@ -143,7 +142,7 @@ def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[Resu
     to read: the same weights over the list scores alone."""
     pre: dict[ResultKey, float] = {}
     for name, keys in ranked.lists.items():
-        signal = Signal(name.split(":", 1)[1])
+        signal = name[1]
         weight = config.weight(signal)
         scores = ranked.scores.get(name)
         if scores:

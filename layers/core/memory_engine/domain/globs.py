@@ -9,26 +9,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memory_engine.errors import InvalidInput
+
 MAX_PATTERNS = 50
 MAX_PATTERN_CHARS = 128
 
 
-def glob_to_like(pattern: str) -> str:
-    """A LIKE pattern (escape character backslash, PostgreSQL's default) matching ``pattern``.
+#: LIKE's special characters escaped (escape character backslash, PostgreSQL's default) ...
+_LITERAL = str.maketrans({"%": "\\%", "_": "\\_", "\\": "\\\\"})
+#: ... and a glob's wildcards as LIKE writes them.
+_LIKE = _LITERAL | str.maketrans({"*": "%", "?": "_"})
 
-    ``%``, ``_`` and ``\\`` in the glob are literal.
-    """
-    out = []
-    for ch in pattern:
-        if ch == "*":
-            out.append("%")
-        elif ch == "?":
-            out.append("_")
-        elif ch in ("%", "_", "\\"):
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+
+def glob_to_like(pattern: str) -> str:
+    """A LIKE pattern matching ``pattern`` (``*`` any run, ``?`` one character); ``%``, ``_`` and
+    ``\\`` in the glob are literal."""
+    return pattern.translate(_LIKE)
+
+
+def prefix_to_like(prefix: str) -> str:
+    """A LIKE pattern matching every string that starts with ``prefix`` (taken literally)."""
+    return prefix.translate(_LITERAL) + "%"
 
 
 def glob_to_regex(pattern: str) -> str:
@@ -67,6 +68,14 @@ def parse_globs(raw: str | Iterable[str] | None) -> list[str]:
     if len(patterns) > MAX_PATTERNS:
         raise ValueError(f"at most {MAX_PATTERNS} tag patterns")
     return patterns
+
+
+def tag_filter(raw: str | Iterable[str] | None) -> list[str]:
+    """The ``tags`` filter of a list request (:func:`parse_globs`); raises InvalidInput (422)."""
+    try:
+        return parse_globs(raw)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), details=[{"field": "tags"}]) from exc
 
 
 def globs_to_like(patterns: Iterable[str]) -> list[str]:

@@ -15,23 +15,25 @@ from typing import Generic, TypeVar
 RRF_K = 60
 
 K = TypeVar("K", bound=Hashable)
+#: What names a list (a string, or search's ``(source, signal)`` pair).
+N = TypeVar("N", bound=Hashable)
 
 
 @dataclass(frozen=True)
-class Fused(Generic[K]):
+class Fused(Generic[K, N]):
     """One fused item: its key, fused score and its 1-based rank in every list that had it."""
 
     key: K
     score: float
-    ranks: dict[str, int] = field(default_factory=dict)
+    ranks: dict[N, int] = field(default_factory=dict)
 
 
 def rrf(
-    ranked_lists: Mapping[str, Sequence[K]],
+    ranked_lists: Mapping[N, Sequence[K]],
     *,
     k: int = RRF_K,
-    weights: Mapping[str, float] | None = None,
-) -> list[Fused[K]]:
+    weights: Mapping[N, float] | None = None,
+) -> list[Fused[K, N]]:
     """Fuse ``{list name: keys best first}`` into one ranking, best first.
 
     A key repeated inside one list counts once, at its best rank. ``weights`` scales a list's
@@ -43,7 +45,7 @@ def rrf(
     if k < 0:
         raise ValueError("k must be >= 0")
     scores: dict[K, float] = {}
-    ranks: dict[K, dict[str, int]] = {}
+    ranks: dict[K, dict[N, int]] = {}
     first_seen: dict[K, int] = {}
     for name, keys in ranked_lists.items():
         weight = 1.0 if weights is None else float(weights.get(name, 1.0))

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memory_engine.domain.entities import anchor_name
+from memory_engine.domain.globs import glob_to_like, prefix_to_like
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.validation import StoredJson, Text, Timestamp
+from memory_engine.domain.vectors import Vector
 
 SourceType = Literal["memory", "document"]
 #: The names of ``search_config.PRESETS`` (a test keeps the two in step).
 PresetName = Literal["hybrid", "vector_only", "keyword_only", "entity_only", "rrf_v1"]
 #: Identifies one result across both sources.
 ResultKey = tuple[SourceType, str]
+#: Identifies one ranked list: which source it ranks, by which signal.
+ListKey = tuple[SourceType, Signal]
 
 MAX_QUERY_CHARS = 8_000
 MAX_LIMIT = 100
@@ -104,11 +108,8 @@ class MemoryResult(_Result):
 
     @property
     def anchor(self) -> str | None:
-        """The entity this fact is about: its subject entity, else its first entity."""
-        for link in self.entities:
-            if link.role == "subject":
-                return link.name
-        return self.entities[0].name if self.entities else None
+        """The entity this fact is about (:func:`memory_engine.domain.entities.anchor_name`)."""
+        return anchor_name(self.entities)
 
 
 class DocumentResult(_Result):
@@ -163,16 +164,6 @@ class SearchResponse(BaseModel):
 
 
 # --- scopes handed to the search index (already validated, always with a project) ---
-
-
-def glob_to_like(pattern: str) -> str:
-    """A tag glob (``*`` any run, ``?`` one character) as a SQL LIKE pattern (escape ``\\``)."""
-    escaped = re.sub(r"([\\%_])", r"\\\1", pattern)
-    return escaped.replace("*", "%").replace("?", "_")
-
-
-def prefix_to_like(prefix: str) -> str:
-    return re.sub(r"([\\%_])", r"\\\1", prefix) + "%"
 
 
 @dataclass(frozen=True)
@@ -236,23 +227,30 @@ class ScoredKeys:
 
 @dataclass
 class RankedLists:
-    """What the index answers for one query: per ``source:signal`` list, keys best first (and
-    their raw scores for scored signals), plus notes on anything it had to skip."""
+    """What the index answers for one query: per ``(source, signal)`` list, keys best first (and
+    their raw scores for scored signals)."""
 
-    lists: dict[str, list[ResultKey]] = field(default_factory=dict)
-    scores: dict[str, list[float]] = field(default_factory=dict)
+    lists: dict[ListKey, list[ResultKey]] = field(default_factory=dict)
+    scores: dict[ListKey, list[float]] = field(default_factory=dict)
     #: Per source: the keyword statistics (``idfs``, ``avgdl``) of this query.
-    keyword_stats: dict[str, tuple[dict[str, float], float]] = field(default_factory=dict)
-    anchors: list[str] = field(default_factory=list)
+    keyword_stats: dict[SourceType, tuple[dict[str, float], float]] = field(default_factory=dict)
 
-    def add(self, name: str, answer: ScoredKeys | list[ResultKey]) -> None:
+    def add(self, key: ListKey, answer: ScoredKeys | list[ResultKey]) -> None:
         if isinstance(answer, ScoredKeys):
-            self.lists[name] = answer.keys
-            self.scores[name] = answer.scores
+            self.lists[key] = answer.keys
+            self.scores[key] = answer.scores
             if answer.idfs:
-                self.keyword_stats[name.split(":", 1)[0]] = (answer.idfs, answer.avgdl)
+                self.keyword_stats[key[0]] = (answer.idfs, answer.avgdl)
         else:
-            self.lists[name] = answer
+            self.lists[key] = answer
+
+    def scored(self, signal: Signal) -> dict[ResultKey, float]:
+        """The raw scores ``signal`` already returned, by key (every source)."""
+        out: dict[ResultKey, float] = {}
+        for name, keys in self.lists.items():
+            if name[1] is signal:
+                out.update(zip(keys, self.scores.get(name, []), strict=True))
+        return out
 
 
 @dataclass(frozen=True)
@@ -275,7 +273,7 @@ class SignalQuery:
     vector signal (``None`` when embedding failed or was not asked for)."""
 
     text: str | None
-    embedding: Any  # numpy float32 unit vector or None
+    embedding: Vector | None
     signals: frozenset[Signal]
     depth: int
     entity_names: tuple[str, ...] = ()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -41,7 +42,7 @@ CLIPPED = f"[nested deeper than {MAX_JSON_DEPTH} levels: not shown]"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
-_JSON_SPECIAL = re.compile(r'[\[\]{}"\\]')
+_JSON_SPECIAL = re.compile(r'[\[\]{},"\\]')
 
 
 def text_problem(value: str) -> str | None:
@@ -153,6 +154,19 @@ def json_text_too_deep(text: str, limit: int = MAX_BODY_DEPTH) -> bool:
     if text.count("{") + text.count("[") <= limit:
         return False
     depth = 0
+    for _, ch in json_structure(text):
+        if ch in "{[":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "}]":
+            depth -= 1
+    return False
+
+
+def json_structure(text: str) -> Iterator[tuple[int, str]]:
+    """``(position, character)`` of each bracket and comma of ``text`` outside its JSON strings
+    (quotes and backslash escapes honoured), in order; linear, only those characters are visited."""
     in_string = False
     escaped_at = -1
     for match in _JSON_SPECIAL.finditer(text):
@@ -166,13 +180,8 @@ def json_text_too_deep(text: str, limit: int = MAX_BODY_DEPTH) -> bool:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch in "{[":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "}]":
-            depth -= 1
-    return False
+        elif ch != "\\":
+            yield at, ch
 
 
 def storable_datetime(value: datetime) -> datetime:

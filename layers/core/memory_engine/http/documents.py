@@ -10,11 +10,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import MAX_LIMIT
-from memory_engine.domain.documents import Document, DocumentStatus
-from memory_engine.errors import InvalidInput
+from memory_engine.domain.cursor import DEFAULT_LIMIT
+from memory_engine.domain.documents import Document
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
 from memory_engine.http.schemas import (
     AUTHENTICATED,
     WITH_BODY,
@@ -38,6 +37,7 @@ from memory_engine.services.ingestion.documents import (
     reingest,
     wait_until_settled,
 )
+from memory_engine.services.list_documents import list_documents
 
 router = Router()
 
@@ -108,21 +108,12 @@ def list_(
     path_prefix: Annotated[str | None, Query()] = None,
     tags: Annotated[str | None, Query()] = None,
     status: Annotated[str | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 20,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
 ) -> Response[Any]:
     principal = require(Scope.READ)
-    if not 1 <= limit <= 100:
-        raise InvalidInput("limit must be between 1 and 100", details=[{"field": "limit"}])
-    try:
-        wanted = DocumentStatus(status) if status else None
-    except ValueError as exc:
-        raise InvalidInput("status must be one of pending, processing, ready, failed",
-                           details=[{"field": "status"}]) from exc
-    globs = [t.strip() for t in (tags or "").split(",") if t.strip()]
-    docs, next_cursor = get_container().documents.list_documents(
-        principal.project_id, path_prefix=path_prefix, tags=globs, status=wanted, limit=limit, cursor=cursor
-    )
+    docs, next_cursor = list_documents(get_container().documents, principal.project_id, path_prefix=path_prefix,
+                                       tags=tags, status=status, limit=limit, cursor=cursor)
     return json_response(page(docs, next_cursor))
 
 

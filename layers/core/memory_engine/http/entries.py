@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT
 from memory_engine.domain.entries import MAX_CONTENT_CHARS, MAX_FIELD_CHARS, MemoryEntry, NewEntry
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EntryWriteResult, MemoryEntryPage, documented
 from memory_engine.services.memories import EntryReplacement, list_entries, replace_entry
 from memory_engine.services.write_entry import AgentContext, write_entry
@@ -115,8 +115,8 @@ def create(body: Annotated[EntryCreateRequest, Body()]) -> Response[Any]:
 def list_(
     memory_id: Annotated[str | None, Query()] = None,
     include_invalidated: Annotated[bool, Query()] = False,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
 ) -> Response[Any]:
     principal = require(Scope.READ)
     items, next_cursor = list_entries(

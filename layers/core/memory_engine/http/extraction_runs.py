@@ -15,9 +15,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, page
 from memory_engine.http.schemas import AUTHENTICATED, ExtractionRunPage, documented
 from memory_engine.services.extraction_runs import list_extraction_runs
 
@@ -40,8 +40,8 @@ def list_(
     memory_id: Annotated[str | None, Query(max_length=64)] = None,
     status: Annotated[Literal["running", "completed", "failed"] | None, Query()] = None,
     event_id: Annotated[str | None, Query(max_length=200)] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
 ) -> Response[Any]:
     principal = require(Scope.READ)
     runs, next_cursor = list_extraction_runs(

@@ -13,10 +13,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT
 from memory_engine.domain.entries import Memory
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, MemoryPage, documented
 from memory_engine.services.forget import ForgetResult, purge_memory
 from memory_engine.services.memories import MemoryFields, create_memory, list_memories, update_memory
@@ -50,8 +50,8 @@ def create(body: Annotated[MemoryFields, Body()]) -> Response[Any]:
 )
 def list_(
     tags: Annotated[list[str] | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    cursor: Annotated[str | None, Query()] = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
 ) -> Response[Any]:
     principal = require(Scope.READ)
     items, next_cursor = list_memories(get_container().memories, principal.project_id, tags=tags, limit=limit, cursor=cursor)

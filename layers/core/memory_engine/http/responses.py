@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel
 
+from memory_engine.domain.cursor import MAX_LIMIT
 from memory_engine.errors import MemoryEngineError, http_status
+
+#: The page parameters of every list route: ``limit`` (1..100; the route's default is
+#: ``DEFAULT_LIMIT``) and ``cursor`` (a previous page's ``next_cursor``).
+PageLimit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
+PageCursor = Annotated[str | None, Query()]
 
 
 def _default(value: Any) -> Any:

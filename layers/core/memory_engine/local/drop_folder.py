@@ -27,7 +27,6 @@ import hashlib
 import logging
 import os
 import stat
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from memory_engine.domain.documents import DocumentStatus, normalize_path
 from memory_engine.domain.validation import project_name
+from memory_engine.local.periodic import PeriodicThread
 from memory_engine.local.s3_events import object_created_event
 
 if TYPE_CHECKING:
@@ -53,11 +53,12 @@ class _Signature:
     mtime_ns: int
 
 
-class DropFolderWatcher:
+class DropFolderWatcher(PeriodicThread):
     name = "drop-folder"
 
     def __init__(self, container: Container, root: Path, *, poll_seconds: float = 0.5,
                  stable_seconds: float = 1.0) -> None:
+        super().__init__()
         self._container = container
         self.root = root
         self.poll_seconds = poll_seconds
@@ -67,28 +68,18 @@ class DropFolderWatcher:
         #: Files refused (and said so) in this state; a change makes them looked at again.
         self._refused: dict[Path, _Signature | None] = {}
         self._warned_folders: set[str] = set()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._last_sweep: float | None = None
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self._thread = threading.Thread(target=self._loop, name="drop-folder", daemon=True)
-        self._thread.start()
+        super().start()
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+    def interval(self) -> float:
+        return self.poll_seconds
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.scan()
-                self._sweep_expired_uploads()
-            except Exception:
-                logger.exception("drop folder scan failed")
-            self._stop.wait(self.poll_seconds)
+    def tick(self) -> None:
+        self.scan()
+        self._sweep_expired_uploads()
 
     def _sweep_expired_uploads(self) -> None:
         from memory_engine.services.ingestion.documents import expire_unused_uploads

@@ -95,15 +95,15 @@ def _result_line(result: Json) -> Json:
     return out
 
 
+def _present(source: Json, *keys: str) -> Json:
+    """The ``keys`` of ``source`` that have a value (a compact line leaves the others out)."""
+    return {key: source[key] for key in keys if source.get(key)}
+
+
 def _entry_line(entry: Json) -> Json:
-    out: Json = {"id": entry["id"], "content": entry["content"], "source_type": entry["source_type"],
-                 "created_at": entry["created_at"]}
-    if entry.get("tags"):
-        out["tags"] = entry["tags"]
+    out: Json = {key: entry[key] for key in ("id", "content", "source_type", "created_at")} | _present(entry, "tags")
     if entry.get("invalidated_at"):
-        out["invalidated_at"] = entry["invalidated_at"]
-        out["superseded_by_entry_id"] = entry.get("superseded_by_entry_id")
-        out["invalidation_reason"] = entry.get("invalidation_reason")
+        out |= {key: entry.get(key) for key in ("invalidated_at", "superseded_by_entry_id", "invalidation_reason")}
     return out
 
 
@@ -174,13 +174,8 @@ def build_server(backend: EngineBackend) -> FastMCP:
         if generation_id:
             body["agent"] = {"generation_id": generation_id}
         written = backend.write_entry(body)
-        out: Json = {"action": written["action"], "id": written["id"], "memory_id": written["memory_id"],
-                     "content": written["content"]}
-        if written.get("superseded_entry_id"):
-            out["superseded_entry_id"] = written["superseded_entry_id"]
-        if written.get("degraded"):
-            out["degraded"] = written["degraded"]
-        return compact(out)
+        out: Json = {key: written[key] for key in ("action", "id", "memory_id", "content")}
+        return compact(out | _present(written, "superseded_entry_id", "degraded"))
 
     @server.tool(annotations=read_only, structured_output=False, description=(
         "List the memories (named containers of facts) this key can use, newest first: id, name, description, tags."))

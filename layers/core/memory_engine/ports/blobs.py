@@ -11,10 +11,8 @@ from memory_engine.domain.upload_tokens import UploadGrant
 from memory_engine.errors import DependencyError
 
 
-class BlobStoreError(DependencyError):
+class BlobStoreError(DependencyError, code="blob_store_error"):
     """The store failed (retryable)."""
-
-    code = "blob_store_error"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ class NewDocument:
     tags: Sequence[str] = ()
     metadata: dict[str, Any] | None = None
     chunk_settings: ChunkSettings | None = None  # None: keep the row's (or the column default)
-    #: where ``chunk_settings`` came from (None: keep the row's)
+    #: where ``chunk_settings`` came from (None: keep the row's; ``prepare`` with settings: ``request``)
     chunk_settings_source: ChunkSource | None = None
     #: the ingestion rule that applies (recorded on begin_ingest; None there: no rule)
     ingestion_rule_id: str | None = None

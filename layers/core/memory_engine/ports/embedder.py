@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from enum import Enum
 
 import numpy as np
-import numpy.typing as npt
 
-Vector = npt.NDArray[np.float32]
+from memory_engine.domain.vectors import Vector as Vector  # re-exported: the port speaks in it
 
 
 class EmbeddingKind(str, Enum):

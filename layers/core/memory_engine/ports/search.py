@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from memory_engine.domain.search_models import (
     Candidate,
@@ -16,6 +16,7 @@ from memory_engine.domain.search_models import (
     Scopes,
     SignalQuery,
 )
+from memory_engine.domain.vectors import Vector
 
 
 class KnowledgeIndex(Protocol):
@@ -25,12 +26,12 @@ class KnowledgeIndex(Protocol):
 
     def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         """For each signal in ``query.signals`` and each source in ``scopes``, the keys of at most
-        ``query.depth`` live candidates, best first, under list names ``"<source>:<signal>"``
-        (with raw scores for vector and keyword, and the keyword statistics per source)."""
+        ``query.depth`` live candidates, best first, under the list key ``(source, signal)`` (with
+        raw scores for vector and keyword, and the keyword statistics per source)."""
         ...
 
     def candidates(
-        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Any, *, top: Sequence[ResultKey],
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *, top: Sequence[ResultKey],
         window: int,
     ) -> dict[ResultKey, Candidate]:
         """Every listed row still in scope, plus the rows within ``window`` steps of each of ``top``
@@ -39,7 +40,7 @@ class KnowledgeIndex(Protocol):
         ...
 
     def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Any, *, raw: bool = False
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False
     ) -> dict[ResultKey, MemoryResult | DocumentResult]:
         """The rows behind ``keys`` (score 0; ``similarity_score`` = cosine to ``embedding``)."""
         ...
@@ -48,6 +49,6 @@ class KnowledgeIndex(Protocol):
         """No-query reads: live facts most recent first, then chunks in document order."""
         ...
 
-    def episodes(self, project_id: str, scope: MemoryScope, embedding: Any, limit: int) -> list[EpisodeResult]:
+    def episodes(self, project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int) -> list[EpisodeResult]:
         """Episodes of the scoped memories, nearest to ``embedding`` first (most recent when None)."""
         ...

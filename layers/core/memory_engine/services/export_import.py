@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_engine.domain.entities import NewEntityLink, anchor_name, display_entity_name, embedding_text, normalize_entity_name
-from memory_engine.domain.entries import MAX_TAGS, EntityRole, Memory, SourceType, Tag
+from memory_engine.domain.entries import EntityRole, Memory, SourceType, Tags
 from memory_engine.domain.validation import JsonObject, Text, Timestamp
 from memory_engine.errors import InvalidInput, invalid_input
 from memory_engine.ports.embedder import Embedder, Vector
@@ -101,7 +101,7 @@ class MemoryRecord(_Record):
     id: Text
     name: Text = Field(min_length=1, max_length=200)
     description: Text | None = Field(None, max_length=2_000)
-    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    tags: Tags = Field(default_factory=list)
     metadata: JsonObject | None = None
     default_ttl: int | None = Field(None, ge=1)
 
@@ -125,7 +125,7 @@ class EntryRecord(_Record):
     id: Text
     content: Text = Field(min_length=1, max_length=8_000)
     source_type: SourceType = "manual"
-    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    tags: Tags = Field(default_factory=list)
     metadata: JsonObject | None = None
     subject: Text | None = None
     predicate: Text | None = None

@@ -58,22 +58,16 @@ logger = logging.getLogger(__name__)
 NO_MODEL_ERROR = "no model configured"
 
 
-class RunInProgress(DependencyError):
+class RunInProgress(DependencyError, code="extraction_in_progress"):
     """Another worker is running this event's extraction right now; deliver it again later."""
 
-    code = "extraction_in_progress"
 
-
-class InvalidEvent(InvalidInput):
+class InvalidEvent(InvalidInput, code="invalid_event"):
     """An event that can never be processed (bad JSON or schema, unknown memory): dead-letter it."""
 
-    code = "invalid_event"
 
-
-class ExtractionFailed(DependencyError):
+class ExtractionFailed(DependencyError, code="extraction_failed"):
     """The run failed in a way another attempt may fix (model error or timeout, database)."""
-
-    code = "extraction_failed"
 
 
 @dataclass(frozen=True)

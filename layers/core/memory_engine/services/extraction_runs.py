@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor
+from memory_engine.domain.cursor import DEFAULT_LIMIT, check_limit, decode_cursor
 from memory_engine.errors import InvalidInput
 from memory_engine.ports.extraction_runs import ExtractionRun, ExtractionRunRepository, RunStatus
 
@@ -17,9 +17,7 @@ def list_extraction_runs(
     ``limit`` outside 1..100 or a cursor this API did not issue."""
     if status is not None and status not in RUN_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(RUN_STATUSES)}", details=[{"field": "status"}])
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", details=[{"field": "limit"}])
     return runs.list(
         project_id, memory_id=memory_id or None, status=status,
-        event_id=event_id or None, limit=limit, cursor=decode_cursor(cursor),
+        event_id=event_id or None, limit=check_limit(limit), cursor=decode_cursor(cursor),
     )

@@ -11,29 +11,27 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from memory_engine.domain.cursor import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor
-from memory_engine.domain.entities import anchor_name, embedding_text, entity_links
+from memory_engine.domain.cursor import DEFAULT_LIMIT, check_limit, decode_cursor
+from memory_engine.domain.entities import entity_links
 from memory_engine.domain.entries import (
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     MAX_QUOTE_CHARS,
-    MAX_TAGS,
     MAX_TTL_SECONDS,
     EntityRef,
     Memory,
     MemoryEntry,
     ShortText,
-    Tag,
+    Tags,
     check_content,
     check_metadata,
-    clean_tags,
 )
-from memory_engine.domain.globs import parse_globs
+from memory_engine.domain.globs import tag_filter
 from memory_engine.domain.validation import JsonObject, Text, Timestamp, validity_window_problem
 from memory_engine.errors import InvalidInput
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
-from memory_engine.services.write_entry import embed_best_effort
+from memory_engine.services.write_entry import embed_fact
 
 
 class MemoryFields(BaseModel):
@@ -47,7 +45,7 @@ class MemoryFields(BaseModel):
 
     name: Text | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
     description: Text | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
-    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    tags: Tags | None = None
     metadata: JsonObject | None = None
     default_ttl: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description=(
         "seconds: entries written without their own `expires_at` expire this long after they are written; "
@@ -59,12 +57,6 @@ class MemoryFields(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("name must not be blank")
         return value.strip() if value is not None else None
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: list[str] | None) -> list[str] | None:
-        return clean_tags(value) if value is not None else None
-
 
 def create_memory(memories: MemoryRepository, project_id: str, fields: MemoryFields) -> Memory:
     """Raises InvalidInput without a name, PayloadTooLarge for oversized metadata."""
@@ -95,11 +87,7 @@ def list_memories(
     limit: int = DEFAULT_LIMIT, cursor: str | None = None,
 ) -> tuple[list[Memory], str | None]:
     """Newest first; ``tags`` are globs (``*``, ``?``), ORed. Raises InvalidInput for a bad cursor/patterns."""
-    try:
-        globs = parse_globs(tags)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), details=[{"field": "tags"}]) from exc
-    return memories.list(project_id, tag_globs=globs, limit=_limit(limit), cursor=decode_cursor(cursor))
+    return memories.list(project_id, tag_globs=tag_filter(tags), limit=check_limit(limit), cursor=decode_cursor(cursor))
 
 
 def list_entries(
@@ -108,15 +96,9 @@ def list_entries(
 ) -> tuple[list[MemoryEntry], str | None]:
     """Newest first; invalidated entries only with ``include_invalidated``. Raises NotFound, InvalidInput."""
     return entries.list(
-        project_id, memory_id=memory_id, include_invalidated=include_invalidated, limit=_limit(limit),
+        project_id, memory_id=memory_id, include_invalidated=include_invalidated, limit=check_limit(limit),
         cursor=decode_cursor(cursor),
     )
-
-
-def _limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}", details=[{"field": "limit"}])
-    return limit
 
 
 class EntryReplacement(BaseModel):
@@ -127,7 +109,7 @@ class EntryReplacement(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: Text | None = None
-    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    tags: Tags | None = None
     metadata: JsonObject | None = None
     subject: ShortText | None = None
     predicate: ShortText | None = None
@@ -138,11 +120,6 @@ class EntryReplacement(BaseModel):
     valid_to: Timestamp | None = None
     source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
     expires_at: Timestamp | None = None
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: list[str] | None) -> list[str] | None:
-        return clean_tags(value) if value is not None else None
 
     @model_validator(mode="after")
     def _validity_window(self) -> EntryReplacement:
@@ -186,10 +163,6 @@ def replace_entry(
         obj = fields.get("object", current.object)
         refs = body.entities if "entities" in sent else [EntityRef(name=e.name, type=e.type) for e in current.entities]
         links = entity_links(refs or [], subject=subject, object=obj)
-        content = fields.get("content", current.content)
-        texts = [embedding_text(content, anchor_name(links))] + [link.display_name for link in links]
-        out = embed_best_effort(embedder, texts)
-        embedding = out[0]
-        vectors = EntityVectors({link.key: vec for link, vec in zip(links, out[1:], strict=True)})
+        embedding, vectors = embed_fact(embedder, fields.get("content", current.content), links)
     changes = EntryChanges(fields=fields, embedding=embedding, reembed=reembed, links=links, entity_vectors=vectors)
     return entries.replace(project_id, entry_id, changes)

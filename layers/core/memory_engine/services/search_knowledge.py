@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from memory_engine.domain.rrf import Fused, rrf
 from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
 from memory_engine.domain.search_models import (
     DocumentResult,
+    ListKey,
     MemoryResult,
     RankedLists,
     ResultKey,
@@ -25,7 +26,7 @@ from memory_engine.domain.search_models import (
 )
 from memory_engine.errors import EmbeddingError, InvalidInput
 from memory_engine.ports.chat import ChatModel
-from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.embedder import Embedder, Vector
 from memory_engine.ports.search import KnowledgeIndex
 from memory_engine.services.synthesize_results import synthesize_results
 
@@ -34,8 +35,18 @@ logger = logging.getLogger(__name__)
 EMBEDDING_DEGRADED = "vector: the query could not be embedded; ranked by keyword, entity and recency"
 
 
-def _query_vector(request: SearchRequest, embedder: Embedder, degraded: list[str]) -> Any:
-    """The query's unit vector: the caller's (checked), the embedder's, or None when it failed."""
+@dataclass(frozen=True)
+class QueryVector:
+    """The query's unit vector, if any, and whether the model failed to give one (degraded mode:
+    the query is ranked by keyword, entity and recency instead)."""
+
+    vector: Vector | None
+    embedding_failed: bool = False
+
+
+def _query_vector(request: SearchRequest, embedder: Embedder) -> QueryVector:
+    """The query's unit vector: the caller's (checked), the embedder's, or none (``embedding_failed``
+    when the model failed)."""
     if request.query_embedding is not None:
         if len(request.query_embedding) != embedder.dimensions:
             raise InvalidInput(
@@ -47,15 +58,14 @@ def _query_vector(request: SearchRequest, embedder: Embedder, degraded: list[str
         if not np.isfinite(norm) or norm == 0.0:
             raise InvalidInput("query_embedding must be a finite, non-zero vector",
                                details=[{"field": "query_embedding", "message": "zero or non-finite vector"}])
-        return vector / norm
+        return QueryVector(vector / np.float32(norm))
     if request.query is None:
-        return None
+        return QueryVector(None)
     try:
-        return embedder.embed_query(request.query)
+        return QueryVector(embedder.embed_query(request.query))
     except EmbeddingError as error:
         logger.warning("query embedding failed, degrading: %s", error)
-        degraded.append(EMBEDDING_DEGRADED)
-        return None
+        return QueryVector(None, embedding_failed=True)
 
 
 def _config_for(request: SearchRequest, config: SearchConfig) -> SearchConfig:
@@ -66,13 +76,8 @@ def _config_for(request: SearchRequest, config: SearchConfig) -> SearchConfig:
 
 
 def search_knowledge(
-    index: KnowledgeIndex,
-    embedder: Embedder,
-    *,
-    project_id: str,
-    request: SearchRequest,
-    config: SearchConfig = HYBRID,
-    chat: ChatModel | None = None,
+    index: KnowledgeIndex, embedder: Embedder, *, project_id: str, request: SearchRequest,
+    config: SearchConfig = HYBRID, chat: ChatModel | None = None,
 ) -> SearchResponse:
     """Run one search (SPEC "Retrieval") within ``project_id``.
 
@@ -91,8 +96,9 @@ def search_knowledge(
     """
     scopes = Scopes.from_request(request)
     raw = "raw" in request.include
-    degraded: list[str] = []
-    embedding = _query_vector(request, embedder, degraded)
+    query_vector = _query_vector(request, embedder)
+    degraded = [EMBEDDING_DEGRADED] if query_vector.embedding_failed else []
+    embedding = query_vector.vector
     config = _config_for(request, config)
 
     if scopes.memories is None and scopes.documents is None:
@@ -100,7 +106,7 @@ def search_knowledge(
     elif not request.has_query:
         results = index.recent(project_id, scopes, request.limit, raw=raw)
     else:
-        results = _ranked(index, project_id, request, config, scopes, embedding, degraded, raw=raw)
+        results = _ranked(index, project_id, request, config, scopes, query_vector, raw=raw)
 
     if "synthesis" in request.include:
         synthesis, note = synthesize_results(chat, request.query, results)
@@ -118,10 +124,11 @@ def search_knowledge(
 
 def _ranked(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
-    embedding: Any, degraded: list[str], *, raw: bool,
+    query_vector: QueryVector, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
     signals = set(config.signals)
-    if embedding is None and request.query is not None and degraded:
+    embedding = query_vector.vector
+    if query_vector.embedding_failed:
         signals = (signals - {Signal.VECTOR}) | {Signal.KEYWORD, Signal.ENTITY, Signal.RECENCY}
     query = SignalQuery(
         text=request.query,
@@ -146,8 +153,8 @@ def _ranked(
 
 
 def _page(
-    index: KnowledgeIndex, project_id: str, request: SearchRequest, fused: Sequence[Scored | Fused[ResultKey]],
-    embedding: Any, *, raw: bool,
+    index: KnowledgeIndex, project_id: str, request: SearchRequest,
+    fused: Sequence[Scored | Fused[ResultKey, ListKey]], embedding: Vector | None, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
     """The page (``min_score``, ``limit``) read in fused order, with fused scores and per-signal ranks."""
     if request.min_score is not None:
@@ -159,15 +166,15 @@ def _page(
         row = rows.get(item.key)
         if row is None:  # deleted between ranking and reading
             continue
-        ranks = {name.split(":", 1)[1]: rank for name, rank in item.ranks.items()}
+        ranks = {signal.value: rank for (_, signal), rank in item.ranks.items()}
         results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
     return results
 
 
 def _rrf_results(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, ranked: RankedLists,
-    embedding: Any, *, raw: bool,
+    embedding: Vector | None, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
     """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare)."""
-    weights = {name: config.weight(Signal(name.split(":", 1)[1])) for name in ranked.lists}
+    weights = {name: config.weight(name[1]) for name in ranked.lists}
     return _page(index, project_id, request, rrf(ranked.lists, k=config.rrf_k, weights=weights), embedding, raw=raw)

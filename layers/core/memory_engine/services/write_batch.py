@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory_engine.domain.entities import anchor_name, embedding_text, entity_links
+from memory_engine.domain.entities import entity_links, fact_texts
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_text
 from memory_engine.domain.validation import Text
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, WriteAction
@@ -226,8 +226,7 @@ def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid:
                     previous = None
                 context = previous[1] if previous else None
             last_turn[key] = turn_text(entry.subject, content)
-        per_item.append([embedding_text(content, anchor_name(links), context=context),
-                         *(link.display_name for link in links)])
+        per_item.append(fact_texts(content, links, context=context))
     # slices of items in input order: the first is small so writing starts early, the rest large
     # enough for the model to batch well (texts a slice repeats from an earlier one are not redone)
     slices: list[list[str]] = []

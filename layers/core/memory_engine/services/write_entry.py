@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from memory_engine.domain.entities import NewEntityLink, anchor_name, embedding_text, entity_links
+from memory_engine.domain.entities import NewEntityLink, anchor_name, embedding_text, entity_links, fact_texts
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, check_metadata, turn_text
 from memory_engine.domain.write_decision import (
     ARBITRATION_SYSTEM_PROMPT,
@@ -159,17 +159,18 @@ def _prepare(embedder: Embedder, entry: NewEntry, context: str | None = None, pr
     content = check_content(entry.content)
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
-    texts = [embedding_text(content, anchor_name(links), context=context)] + [link.display_name for link in links]
-    vectors = embed_best_effort(embedder, texts)
-    return _Prepared(
-        entry=entry,
-        content=content,
-        links=links,
-        embedding=vectors[0],
-        entity_vectors=EntityVectors({link.key: vec for link, vec in zip(links, vectors[1:], strict=True)}),
-        context=context,
-        previous_id=previous_id,
-    )
+    embedding, entity_vectors = embed_fact(embedder, content, links, context=context)
+    return _Prepared(entry=entry, content=content, links=links, embedding=embedding, entity_vectors=entity_vectors,
+                     context=context, previous_id=previous_id)
+
+
+def embed_fact(
+    embedder: Embedder, content: str, links: list[NewEntityLink], *, context: str | None = None
+) -> tuple[Vector | None, EntityVectors]:
+    """The fact's vector and its entities' (:func:`memory_engine.domain.entities.fact_texts`),
+    best-effort: ``None`` where the model failed."""
+    vectors = embed_best_effort(embedder, fact_texts(content, links, context=context))
+    return vectors[0], EntityVectors({link.key: vec for link, vec in zip(links, vectors[1:], strict=True)})
 
 
 def embed_best_effort(embedder: Embedder, texts: list[str]) -> list[Vector | None]:
@@ -231,15 +232,8 @@ def _arbitrate(chat: ChatModel, agent: AgentContext, *, existing: str, new: str)
 def _embed_merge(embedder: Embedder, verdict: Arbitration | None, existing: MemoryEntry, prepared: _Prepared) -> Vector | None:
     if verdict is None or verdict.verdict != "merge" or verdict.content is None:
         return None
-    anchor = anchor_name(prepared.links) or _existing_anchor(existing)
+    anchor = anchor_name(prepared.links) or anchor_name(existing.entities)
     return embed_best_effort(embedder, [embedding_text(verdict.content, anchor)])[0]
-
-
-def _existing_anchor(existing: MemoryEntry) -> str | None:
-    for entity in existing.entities:
-        if entity.role == "subject":
-            return entity.name
-    return existing.entities[0].name if existing.entities else None
 
 
 def _merge(

@@ -8,7 +8,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from memory_engine.adapters.retry import with_backoff
 from memory_engine.errors import ChatModelError
-from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.chat import ChatModel, ChatRequest
 
 THROTTLING_CODES = {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"}
 
@@ -19,22 +19,14 @@ class BedrockConverseChat(ChatModel):
         self.model_id = model_id
         self._attempts = attempts
 
-    def complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        system: str | None = None,
-        model: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 30.0,
-    ) -> str:
+    def _complete(self, chat: ChatRequest) -> str:
         request: dict[str, Any] = {
-            "modelId": model or self.model_id,
-            "messages": [{"role": m.role, "content": [{"text": m.content}]} for m in messages],
-            "inferenceConfig": {"temperature": 0.0, "maxTokens": max_tokens},
+            "modelId": chat.model or self.model_id,
+            "messages": [{"role": m.role, "content": [{"text": m.content}]} for m in chat.messages],
+            "inferenceConfig": {"temperature": 0.0, "maxTokens": chat.max_tokens},
         }
-        if system:
-            request["system"] = [{"text": system}]
+        if chat.system:
+            request["system"] = [{"text": chat.system}]
 
         def call() -> Any:
             return self._client.converse(**request)

@@ -7,7 +7,7 @@ from typing import Any
 from memory_engine.adapters.openai_compat.http import is_retryable, post_json
 from memory_engine.adapters.retry import with_backoff
 from memory_engine.errors import ChatModelError
-from memory_engine.ports.chat import ChatMessage, ChatModel
+from memory_engine.ports.chat import ChatModel, ChatRequest
 
 
 class OpenAICompatChat(ChatModel):
@@ -17,27 +17,19 @@ class OpenAICompatChat(ChatModel):
         self._api_key = api_key
         self._attempts = attempts
 
-    def complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        system: str | None = None,
-        model: str | None = None,
-        max_tokens: int = 1024,
-        timeout: float = 30.0,
-    ) -> str:
-        wire: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
-        wire += [{"role": m.role, "content": m.content} for m in messages]
+    def _complete(self, request: ChatRequest) -> str:
+        wire: list[dict[str, str]] = [{"role": "system", "content": request.system}] if request.system else []
+        wire += [{"role": m.role, "content": m.content} for m in request.messages]
         payload: dict[str, Any] = {
-            "model": model or self.model_id,
+            "model": request.model or self.model_id,
             "messages": wire,
             "temperature": 0,
-            "max_tokens": max_tokens,
+            "max_tokens": request.max_tokens,
             "stream": False,
         }
         try:
             body = with_backoff(
-                lambda: post_json(self._url, payload, api_key=self._api_key, timeout=timeout),
+                lambda: post_json(self._url, payload, api_key=self._api_key, timeout=request.timeout),
                 retry_on=is_retryable,
                 attempts=self._attempts,
             )

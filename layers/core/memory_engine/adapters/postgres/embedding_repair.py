@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.entry_sql import role_rank
 from memory_engine.domain.entities import embedding_text
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import REPAIRABLE_TABLES
 
-#: What each table embeds. Entries are embedded anchor-enriched, as the funnel does: the anchor is
-#: the subject entity, else the object, else a mention (by name).
+#: What each table embeds. Entries are embedded anchor-enriched, as the funnel does: the anchor
+#: (``domain.entities.anchor_name``) is the first entity of the entry's listing.
 _TEXT = {
     "memory_entries": (
-        "content, (SELECT n.display_name FROM entry_entities l JOIN entities n ON n.id = l.entity_id"
-        " WHERE l.entry_id = t.id ORDER BY array_position(ARRAY['subject','object','mention'], l.role), n.name"
-        " LIMIT 1) AS anchor"
+        "content, (SELECT n.display_name FROM entry_entities l JOIN entities n ON n.id = l.entity_id"  # noqa: S608 - the role order is a domain constant; no value is interpolated
+        f" WHERE l.entry_id = t.id ORDER BY {role_rank('l.role')}, n.name LIMIT 1) AS anchor"
     ),
     "entities": "display_name AS content, NULL::text AS anchor",
     "episodes": "transcript AS content, NULL::text AS anchor",

@@ -30,7 +30,8 @@ from memory_engine.adapters.postgres.entry_sql import (
     link_entities,
     not_expired,
 )
-from memory_engine.domain.cursor import Cursor, next_cursor
+from memory_engine.adapters.postgres.paging import newest_first
+from memory_engine.domain.cursor import Cursor
 from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
@@ -208,11 +209,8 @@ class PostgresEntryRepository:
             return _conversation_context(conn, project_id, memory_id, conversation_id)
 
     def get(self, project_id: str, entry_id: str) -> MemoryEntry:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (entry_id, project_id),
-            ).fetchone()
+        row = self._db.fetch_one(f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                                 (entry_id, project_id))
         if row is None:
             raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
         return entry_from_row(row)
@@ -222,26 +220,20 @@ class PostgresEntryRepository:
         cursor: Cursor | None = None,
     ) -> tuple[list[MemoryEntry], str | None]:
         clauses = ["e.project_id = %(p)s"]
-        params: dict[str, Any] = {"p": project_id, "n": limit + 1}
+        params: dict[str, Any] = {"p": project_id}
         if memory_id is not None:
             clauses.append("e.memory_id = %(m)s")
             params["m"] = memory_id
         if not include_invalidated:
             clauses.extend(["e.invalidated_at IS NULL", not_expired()])
-        if cursor is not None:
-            clauses.append("(e.created_at, e.id) < (%(c_at)s, %(c_id)s)")
-            params.update(c_at=cursor.created_at, c_id=cursor.id)
         with self._db.connection() as conn:
             if memory_id is not None and conn.execute(
                 "SELECT 1 FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)
             ).fetchone() is None:
                 raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
-            rows = conn.execute(
-                f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                " ORDER BY e.created_at DESC, e.id DESC LIMIT %(n)s",
-                params,
-            ).fetchall()
-        return [entry_from_row(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+            rows, after = newest_first(conn, f"SELECT {ENTRY_SELECT} FROM memory_entries e", clauses, params,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                                       limit=limit, cursor=cursor, alias="e")
+        return [entry_from_row(r) for r in rows], after
 
     def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
         with self._db.connection() as conn:

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_engine import ids
-from memory_engine.domain.entities import NewEntityLink
+from memory_engine.domain.entities import ROLE_ORDER, NewEntityLink
 from memory_engine.domain.entries import EXPIRED_REASON, MemoryEntry
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import EntityVectors
@@ -41,11 +41,18 @@ def _read_column(column: str) -> str:
     return f"e.{column}"
 
 
+
+
+def role_rank(column: str) -> str:
+    """The place of the role in ``column`` in :data:`ROLE_ORDER` (subject, object, mention)."""
+    return "array_position(ARRAY[" + ",".join(f"'{role}'" for role in ROLE_ORDER) + f"], {column})"
+
+
 #: An entry's entities as the API lists them everywhere (the entry, lists, search results):
 #: subject, object, mention, then by name. Format with the entry table's ``alias``.
 ENTITIES_OF = (
-    "(SELECT coalesce(json_agg(json_build_object('name', n.display_name, 'type', n.type, 'role', l.role)"
-    " ORDER BY array_position(ARRAY['subject','object','mention'], l.role), n.name), '[]'::json)"
+    "(SELECT coalesce(json_agg(json_build_object('name', n.display_name, 'type', n.type, 'role', l.role)"  # noqa: S608 - the role order is a domain constant; no value is interpolated
+    f" ORDER BY {role_rank('l.role')}, n.name), '[]'::json)"
     " FROM entry_entities l JOIN entities n ON n.id = l.entity_id WHERE l.entry_id = {alias}.id)"
 )
 #: The entry as the API returns it, from table alias ``e``.
@@ -89,8 +96,8 @@ lnk AS (
 )"""
 
 ENTITY_MERGE = (
-    "SELECT coalesce(json_agg(json_build_object('name', ent.display_name, 'type', ent.type, 'role', r.role)"
-    " ORDER BY array_position(ARRAY['subject','object','mention'], r.role), ent.name), '[]'::json)"
+    "SELECT coalesce(json_agg(json_build_object('name', ent.display_name, 'type', ent.type, 'role', r.role)"  # noqa: S608 - the role order is a domain constant; no value is interpolated
+    f" ORDER BY {role_rank('r.role')}, ent.name), '[]'::json)"
     " FROM ent JOIN unnest(%(ent_keys)s::text[], %(ent_roles)s::text[]) AS r(key, role) ON r.key = ent.name"
 )
 
@@ -99,7 +106,8 @@ def entry_from_row(row: dict[str, Any]) -> MemoryEntry:
     return MemoryEntry(**{k: v for k, v in row.items() if k != "similarity"})
 
 
-def _vector_text(vector: Vector | None) -> str | None:
+def vector_text(vector: Sequence[float] | Vector | None) -> str | None:
+    """A vector as pgvector's text input (for ``unnest(text[])::vector`` and ``%s::vector``)."""
     if vector is None:
         return None
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
@@ -112,7 +120,7 @@ def entity_params(project_id: str, links: Sequence[NewEntityLink], vectors: Enti
         "ent_keys": [link.key for link in links],
         "ent_displays": [link.display_name for link in links],
         "ent_types": [link.type for link in links],
-        "ent_vecs": [_vector_text(vectors.by_key.get(link.key)) for link in links],
+        "ent_vecs": [vector_text(vectors.by_key.get(link.key)) for link in links],
         "ent_roles": [link.role for link in links],
     }
 

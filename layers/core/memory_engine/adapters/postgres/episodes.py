@@ -54,15 +54,12 @@ class PostgresEpisodeRepository:
                     "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
                 },
             ).fetchone()
-            if row is not None:
-                return _episode(row), True
-            existing = conn.execute(
-                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (episode.project_id, episode.event_id),
-            ).fetchone()
+        if row is not None:
+            return _episode(row), True
+        existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
         if existing is None:
             raise NotFound(f"memory {episode.memory_id} not found")
-        return _episode(existing), False
+        return existing, False
 
     def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None:
         with self._db.connection() as conn:
@@ -71,26 +68,20 @@ class PostgresEpisodeRepository:
             )
 
     def get(self, project_id: str, episode_id: str) -> Episode | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND id = %s", (project_id, episode_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchone()
-        return _episode(row) if row else None
+        return self._one_by("id", project_id, episode_id)
 
     def get_by_event(self, project_id: str, event_id: str) -> Episode | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND event_id = %s", (project_id, event_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchone()
+        return self._one_by("event_id", project_id, event_id)
+
+    def _one_by(self, column: str, project_id: str, value: str | None) -> Episode | None:
+        row = self._db.fetch_one(f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND {column} = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                                 (project_id, value))
         return _episode(row) if row else None
 
     def list_for_conversation(self, project_id: str, conversation_id: str) -> list[Episode]:
-        with self._db.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND conversation_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                " ORDER BY occurred_at, created_at, id",
-                (project_id, conversation_id),
-            ).fetchall()
+        rows = self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND conversation_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+            " ORDER BY occurred_at, created_at, id", (project_id, conversation_id))
         return [_episode(row) for row in rows]
 
     def search_similar(

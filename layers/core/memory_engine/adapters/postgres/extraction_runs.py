@@ -9,7 +9,8 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.domain.cursor import Cursor, next_cursor
+from memory_engine.adapters.postgres.paging import newest_first
+from memory_engine.domain.cursor import Cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.extraction_runs import ClaimOutcome, ExtractionRun, RunClaim, RunKey, RunStatus
 
@@ -53,13 +54,9 @@ class PostgresExtractionRunRepository:
             if row is not None:
                 outcome = ClaimOutcome.STARTED if row["inserted"] else ClaimOutcome.RETRYING
                 return RunClaim(outcome, _run(row))
-            existing = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                (key.project_id, key.event_id),
-            ).fetchone()
-        if existing is None:
+        run = self.get_by_event(key.project_id, key.event_id)  # the claim matched nothing: who holds it?
+        if run is None:
             raise NotFound(f"memory {key.memory_id} not found in project {key.project_id}")
-        run = _run(existing)
         if run.status == "completed":
             return RunClaim(ClaimOutcome.ALREADY_COMPLETED, run)
         if run.status == "failed" or run.updated_at < datetime.now(UTC) - stale_after:
@@ -88,10 +85,8 @@ class PostgresExtractionRunRepository:
         return _run(row)
 
     def get_by_event(self, project_id: str, event_id: str) -> ExtractionRun | None:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s", (project_id, event_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchone()
+        row = self._db.fetch_one(f"SELECT {_COLUMNS} FROM extraction_runs WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                                 (project_id, event_id))
         return _run(row) if row else None
 
     def list(
@@ -99,18 +94,12 @@ class PostgresExtractionRunRepository:
         event_id: str | None = None, limit: int = 20, cursor: Cursor | None = None,
     ) -> tuple[list[ExtractionRun], str | None]:
         clauses = ["project_id = %(p)s"]
-        params: dict[str, Any] = {"p": project_id, "n": limit + 1}
+        params: dict[str, Any] = {"p": project_id}
         for column, value in (("memory_id", memory_id), ("status", status), ("event_id", event_id)):
             if value is not None:
                 clauses.append(f"{column} = %({column})s")
                 params[column] = value
-        if cursor is not None:
-            clauses.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
-            params.update(c_at=cursor.created_at, c_id=cursor.id)
         with self._db.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM extraction_runs WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                " ORDER BY created_at DESC, id DESC LIMIT %(n)s",
-                params,
-            ).fetchall()
-        return [_run(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+            rows, after = newest_first(conn, f"SELECT {_COLUMNS} FROM extraction_runs", clauses, params, limit=limit,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                                       cursor=cursor)
+        return [_run(r) for r in rows], after

@@ -5,17 +5,13 @@ import restores a memory, it does not re-decide it (the funnel would skip histor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.entry_sql import vector_text
 from memory_engine.ports.lifecycle import ImportedEntity, ImportedEntry, ImportedEpisode
-
-
-def _vector(value: Any) -> Any:
-    return None if value is None else "[" + ",".join(f"{float(x):.7g}" for x in value) + "]"
 
 
 class PostgresImporter:
@@ -23,35 +19,32 @@ class PostgresImporter:
         self._db = database
 
     def upsert_entities(self, project_id: str, entities: Sequence[ImportedEntity]) -> None:
-        if not entities:
-            return
-        with self._db.connection() as conn:
-            conn.cursor().executemany(
-                "INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (project_id, name) DO UPDATE"
-                " SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)",
-                [(ids.new_id(ids.ENTITY), project_id, e.key, e.display_name, e.type, _vector(e.embedding))
-                 for e in entities],
-            )
+        self._db.execute_many(
+            "INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)"
+            " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (project_id, name) DO UPDATE"
+            " SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)",
+            [(ids.new_id(ids.ENTITY), project_id, e.key, e.display_name, e.type, vector_text(e.embedding))
+             for e in entities],
+        )
 
     def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None:
         if not entries:
             return
-        with self._db.connection() as conn:
-            conn.cursor().executemany(
+        with self._db.connection() as conn, conn.cursor() as cur:
+            cur.executemany(
                 "INSERT INTO memory_entries (id, project_id, memory_id, content, source_type, tags, metadata, embedding,"
                 " subject, predicate, object, confidence, source_quote, context, valid_from, valid_to,"
                 " source_conversation_id, source_generation_id, source_event_id, invalidated_at, invalidation_reason,"
                 " expires_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s,"
                 " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(e.id, project_id, memory_id, e.content, e.source_type, e.tags, Jsonb(e.metadata), _vector(e.embedding),
+                [(e.id, project_id, memory_id, e.content, e.source_type, e.tags, Jsonb(e.metadata), vector_text(e.embedding),
                   e.subject, e.predicate, e.object, e.confidence, e.source_quote, e.context, e.valid_from, e.valid_to,
                   e.source_conversation_id, e.source_generation_id, e.source_event_id, e.invalidated_at,
                   e.invalidation_reason, e.expires_at, e.created_at, e.updated_at) for e in entries],
             )
             links = [(e.id, project_id, key, role) for e in entries for key, role in e.links]
             if links:
-                conn.cursor().executemany(
+                cur.executemany(
                     "INSERT INTO entry_entities (entry_id, entity_id, role)"
                     " SELECT %s, n.id, %s FROM entities n WHERE n.project_id = %s AND n.name = %s ON CONFLICT DO NOTHING",
                     [(entry_id, role, p, key) for entry_id, p, key, role in links],
@@ -80,6 +73,6 @@ class PostgresImporter:
                     " transcript, messages, embedding, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s)"
                     " ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING",
                     (ids.new_id(ids.EPISODE), project_id, memory_id, ep.conversation_id, ep.turn_id, ep.event_id,
-                     ep.occurred_at, ep.transcript, Jsonb(ep.messages), _vector(ep.embedding), ep.created_at),
+                     ep.occurred_at, ep.transcript, Jsonb(ep.messages), vector_text(ep.embedding), ep.created_at),
                 ).rowcount
         return stored

@@ -63,11 +63,10 @@ class PostgresIngestionRuleRepository:
         return rule_from_row(row)
 
     def get(self, project_id: str, rule_id: str) -> IngestionRule:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM ingestion_rules WHERE project_id = %s AND id = %s",  # noqa: S608 - fixed column list
-                (project_id, rule_id),
-            ).fetchone()
+        row = self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM ingestion_rules WHERE project_id = %s AND id = %s",  # noqa: S608 - fixed column list
+            (project_id, rule_id),
+        )
         if row is None:
             raise NotFound(f"ingestion rule {rule_id} not found")
         return rule_from_row(row)
@@ -77,8 +76,7 @@ class PostgresIngestionRuleRepository:
             return list_rules(conn, project_id)
 
     def count(self, project_id: str) -> int:
-        with self._db.connection() as conn:
-            row = conn.execute("SELECT count(*) AS n FROM ingestion_rules WHERE project_id = %s", (project_id,)).fetchone()
+        row = self._db.fetch_one("SELECT count(*) AS n FROM ingestion_rules WHERE project_id = %s", (project_id,))
         return int(row["n"]) if row else 0
 
     def replace(self, project_id: str, rule_id: str, fields: IngestionRuleFields) -> IngestionRule:

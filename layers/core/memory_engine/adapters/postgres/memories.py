@@ -9,7 +9,8 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.domain.cursor import Cursor, next_cursor
+from memory_engine.adapters.postgres.paging import newest_first
+from memory_engine.domain.cursor import Cursor
 from memory_engine.domain.entries import Memory
 from memory_engine.domain.globs import globs_to_like
 from memory_engine.errors import NotFound
@@ -47,10 +48,7 @@ class PostgresMemoryRepository:
         return _memory(row)
 
     def get(self, project_id: str, memory_id: str) -> Memory:
-        with self._db.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            ).fetchone()
+        row = self._db.fetch_one(f"SELECT {_COLUMNS} FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id))  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         if row is None:
             raise _not_found(memory_id)
         return _memory(row)
@@ -59,20 +57,13 @@ class PostgresMemoryRepository:
         self, project_id: str, *, tag_globs: Sequence[str] = (), limit: int = 20, cursor: Cursor | None = None
     ) -> tuple[list[Memory], str | None]:
         clauses = ["project_id = %(p)s"]
-        params: dict[str, Any] = {"p": project_id, "n": limit + 1}
+        params: dict[str, Any] = {"p": project_id}
         if tag_globs:
             clauses.append("EXISTS (SELECT 1 FROM unnest(tags) AS t(tag) WHERE t.tag LIKE ANY(%(likes)s))")
             params["likes"] = globs_to_like(tag_globs)
-        if cursor is not None:
-            clauses.append("(created_at, id) < (%(c_at)s, %(c_id)s)")
-            params.update(c_at=cursor.created_at, c_id=cursor.id)
         with self._db.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                " ORDER BY created_at DESC, id DESC LIMIT %(n)s",
-                params,
-            ).fetchall()
-        return [_memory(r) for r in rows[:limit]], next_cursor([(r["created_at"], r["id"]) for r in rows], limit)
+            rows, after = newest_first(conn, f"SELECT {_COLUMNS} FROM memories", clauses, params, limit=limit, cursor=cursor)  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+        return [_memory(r) for r in rows], after
 
     def update(self, project_id: str, memory_id: str, fields: dict[str, Any]) -> Memory:
         unknown = set(fields) - set(_UPDATABLE)

@@ -11,13 +11,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
 
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
-from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.database import Database, Row
+from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     Candidate,
@@ -25,6 +27,7 @@ from memory_engine.domain.search_models import (
     DocumentScope,
     EntityLink,
     EpisodeResult,
+    ListKey,
     MemoryResult,
     MemoryScope,
     RankedLists,
@@ -32,7 +35,9 @@ from memory_engine.domain.search_models import (
     Scopes,
     ScoredKeys,
     SignalQuery,
+    SourceType,
 )
+from memory_engine.domain.vectors import Vector
 
 Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
 _T = TypeVar("_T")
@@ -103,36 +108,37 @@ class PostgresKnowledgeIndex:
         self.scope_stats = ScopeStatsCache()
 
     # --- ranking ---------------------------------------------------------------------------
-    def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes, out: RankedLists) -> dict[str, Task]:
-        tasks: dict[str, Task] = {}
+    def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes) -> dict[ListKey, Task]:
+        tasks: dict[ListKey, Task] = {}
         m, d = scopes.memories, scopes.documents
         if Signal.VECTOR in q.signals and q.embedding is not None:
             if m is not None:
-                tasks["memory:vector"] = lambda conn: mems.vector(conn, project_id, m, q)
+                tasks[mems.SOURCE, Signal.VECTOR] = lambda conn: mems.vector(conn, project_id, m, q)
             if d is not None:
-                tasks["document:vector"] = lambda conn: docs.vector(conn, project_id, d, q)
+                tasks[docs.SOURCE, Signal.VECTOR] = lambda conn: docs.vector(conn, project_id, d, q)
         if Signal.KEYWORD in q.signals and q.text is not None:
             if m is not None:
-                tasks["memory:keyword"] = lambda conn: mems.keyword(conn, project_id, m, q, self._stats(conn, project_id, m))
+                tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: mems.keyword(
+                    conn, project_id, m, q, self._stats(conn, project_id, m))
             if d is not None:
-                tasks["document:keyword"] = lambda conn: docs.keyword(conn, project_id, d, q, self._stats(conn, project_id, d))
+                tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: docs.keyword(
+                    conn, project_id, d, q, self._stats(conn, project_id, d))
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
                 found = mems.anchor_entities(conn, project_id, q)
                 size = self._stats(conn, project_id, m)[0] if found else None
                 anchors, hubs = mems.split_hubs(conn, project_id, m, found, size=size)
-                out.anchors = anchors
                 return mems.entity(conn, project_id, m, q, anchors, hubs)
 
-            tasks["memory:entity"] = entity
+            tasks[mems.SOURCE, Signal.ENTITY] = entity
         if Signal.RECENCY in q.signals and m is not None:
-            tasks["memory:recency"] = lambda conn: mems.recency(conn, project_id, m, q.depth)
+            tasks[mems.SOURCE, Signal.RECENCY] = lambda conn: mems.recency(conn, project_id, m, q.depth)
         return tasks
 
     def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         out = RankedLists()
-        tasks = self._tasks(project_id, query, scopes, out)
+        tasks = self._tasks(project_id, query, scopes)
         if not tasks:
             return out
         if self._parallel and len(tasks) > 1:
@@ -152,45 +158,43 @@ class PostgresKnowledgeIndex:
         return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
 
     def candidates(
-        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Any, *, top: Sequence[ResultKey],
-        window: int, ef_search: int = 100,
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,
+        top: Sequence[ResultKey], window: int, ef_search: int = 100,
     ) -> dict[ResultKey, Candidate]:
         listed = list(dict.fromkeys(key for keys in ranked.lists.values() for key in keys))
-        found: dict[ResultKey, Candidate] = {}
-        work: dict[str, Callable[[psycopg.Connection[Any]], list[dict[str, Any]]]] = {}
-        for source, scope, module in ((mems.SOURCE, scopes.memories, mems), (docs.SOURCE, scopes.documents, docs)):
+        work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[Row]]] = {}
+        for source in (mems.SOURCE, docs.SOURCE):
             ids = [key for s, key in listed if s == source]
             near = [key for s, key in top if s == source] if window > 0 else []
-            if scope is None or not (ids or near):
+            if not (ids or near):
                 continue
             idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
             # scores the signals already returned are not computed again
-            known_sim = [key for _, key in ranked.lists.get(f"{source}:vector", [])]
-            known_bm25 = [key for _, key in ranked.lists.get(f"{source}:keyword", [])]
-
-            def read(conn: psycopg.Connection[Any], module: Any = module, scope: Any = scope, ids: list[str] = ids,
-                     near: list[str] = near, idfs: dict[str, float] = idfs, avgdl: float = avgdl,
-                     known_sim: list[str] = known_sim, known_bm25: list[str] = known_bm25) -> list[dict[str, Any]]:
-                return list(module.candidate_rows(conn, project_id, scope, ids, near, embedding=embedding, idfs=idfs,
-                                                  avgdl=avgdl, window=window, known_similarity=known_sim,
-                                                  known_bm25=known_bm25))
-
-            work[source] = read
+            scoring = Scoring(embedding, idfs, avgdl,
+                              known_similarity=[key for _, key in ranked.lists.get((source, Signal.VECTOR), [])],
+                              known_bm25=[key for _, key in ranked.lists.get((source, Signal.KEYWORD), [])])
+            if source == mems.SOURCE and scopes.memories is not None:
+                work[source] = partial(mems.candidate_rows, project_id=project_id, scope=scopes.memories, ids=ids,
+                                       top=near, window=window, scoring=scoring)
+            elif source == docs.SOURCE and scopes.documents is not None:
+                work[source] = partial(docs.candidate_rows, project_id=project_id, scope=scopes.documents, ids=ids,
+                                       top=near, window=window, scoring=scoring)
         if self._parallel and len(work) > 1:
             futures = {source: self._pool().submit(self._run_one, read, ef_search) for source, read in work.items()}
             results = {source: future.result() for source, future in futures.items()}
         else:
             results = {source: self._run_one(read, ef_search) for source, read in work.items()}
-        vector_scores = _scores(ranked, "vector")
-        keyword_scores = _scores(ranked, "keyword")
+        vector_scores = ranked.scored(Signal.VECTOR)
+        keyword_scores = ranked.scored(Signal.KEYWORD)
+        found: dict[ResultKey, Candidate] = {}
         for source, rows in results.items():
             for row in rows:
-                key = _key(source, row["id"])
+                key: ResultKey = (source, row["id"])
                 similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(key)
                 bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(key, 0.0)
                 found[key] = Candidate(
                     None if similarity is None else float(similarity), float(bm25_score or 0.0),
-                    tuple(_key(source, before) for before in row["prev_ids"] or ()),
+                    tuple((source, before) for before in row["prev_ids"] or ()),
                     tuple(row.get("subjects") or ()), row.get("valid_from"),  # facts only
                 )
         return found
@@ -212,7 +216,7 @@ class PostgresKnowledgeIndex:
 
     # --- rows ------------------------------------------------------------------------------
     def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Any, *, raw: bool = False
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False
     ) -> dict[ResultKey, MemoryResult | DocumentResult]:
         memory_ids = [key for source, key in keys if source == mems.SOURCE]
         chunk_ids = [key for source, key in keys if source == docs.SOURCE]
@@ -236,7 +240,7 @@ class PostgresKnowledgeIndex:
                 out.extend(document_result(r) for r in rows)
         return out[:limit]
 
-    def episodes(self, project_id: str, scope: MemoryScope, embedding: Any, limit: int) -> list[EpisodeResult]:
+    def episodes(self, project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int) -> list[EpisodeResult]:
         with self._database.connection() as conn:
             if embedding is not None:
                 _prepare(conn, 100)
@@ -250,23 +254,11 @@ class PostgresKnowledgeIndex:
         ]
 
 
-def _key(source: str, row_id: str) -> ResultKey:
-    return ("memory", row_id) if source == mems.SOURCE else ("document", row_id)
-
-
-def _scores(ranked: RankedLists, signal: str) -> dict[ResultKey, float]:
-    """The raw scores a signal already returned, by key (every source)."""
-    return {
-        key: score for name, keys in ranked.lists.items() if name.endswith(":" + signal)
-        for key, score in zip(keys, ranked.scores.get(name, []), strict=True)
-    }
-
-
 def _float(value: Any) -> float | None:
     return None if value is None else round(float(value), 6)
 
 
-def memory_result(row: dict[str, Any], *, raw: bool) -> MemoryResult:
+def memory_result(row: Row, *, raw: bool) -> MemoryResult:
     extra = None
     if raw:
         extra = {
@@ -284,7 +276,7 @@ def memory_result(row: dict[str, Any], *, raw: bool) -> MemoryResult:
     )
 
 
-def document_result(row: dict[str, Any]) -> DocumentResult:
+def document_result(row: Row) -> DocumentResult:
     return DocumentResult(
         id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
         document_id=row["document_id"], path=row["path"], title=row["title"], page=row["page"],

@@ -2,59 +2,60 @@
 
 Every statement is filtered by ``project_id``. Without ``as_of`` the filter says
 ``invalidated_at IS NULL`` literally so the planner can use the partial (live-only) HNSW index.
+What both sides of search share is in :mod:`search_sql`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 import psycopg
 
-from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres import search_sql
+from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
-from memory_engine.domain.search_models import MemoryScope, ResultKey, ScoredKeys, SignalQuery
+from memory_engine.adapters.postgres.search_sql import Params, SearchTable
+from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
+from memory_engine.domain.vectors import Vector
 
 SOURCE: Final = "memory"
 
-#: The no-embedding entity ordering ORs the query's lexemes minus those in more than this share
-#: of the rows (planner statistics): they rank nothing.
-COMMON_SHARE = 0.02
+#: A fact is filtered on its own row and read with its memory's name.
+FACTS: Final = SearchTable(
+    SOURCE, "memory_entries", "e", from_sql="memory_entries e", row_from="memory_entries e JOIN memories m ON m.id = e.memory_id",
+    row_columns=(
+        "e.id, e.content, e.memory_id, m.name AS memory_name, e.tags, e.metadata, e.valid_from, e.valid_to,"
+        " e.created_at, e.updated_at, e.source_conversation_id, e.source_generation_id, e.source_event_id, e.subject,"
+        " e.predicate, e.object, e.confidence, e.source_quote, e.source_type, e.invalidated_at,"
+        f" {search_sql.similarity('e')} AS similarity,"
+        f" {ENTITIES_OF.format(alias='e')} AS entities"  # the one listing the entry routes use
+    ),
+    owners=("e", "m"),
+)
+
+TSQUERY_SQL: Final = search_sql.tsquery_sql("memory_entries")
+#: Most recent first: when the fact held (else was written), then when it was written.
+RECENT_ORDER: Final = "coalesce(e.valid_from, e.created_at) DESC, e.created_at DESC, e.id DESC"
 
 
-def tsquery_sql(table: str) -> str:
-    """The ORed tsquery of a search's lexemes minus those the column's statistics put in more than
-    :data:`COMMON_SHARE` of the rows (the rarest is always kept); ``websearch_to_tsquery`` as
-    written when the caller used its syntax. Only the no-embedding entity ordering uses it."""
-    return f"""(CASE WHEN %(strict)s THEN websearch_to_tsquery('english', %(text)s) ELSE (
-        WITH stats AS MATERIALIZED ({bm25.column_stats_sql(table)}
-        ), lexemes AS (
-            SELECT l.lexeme, coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0) AS df
-            FROM unnest(to_tsvector('english', %(text)s)) l
-        ), kept AS (
-            SELECT lexeme FROM lexemes WHERE df <= {COMMON_SHARE}
-            UNION (SELECT lexeme FROM lexemes ORDER BY df, lexeme LIMIT 1)
-        )
-        SELECT coalesce(string_agg(quote_literal(lexeme), ' | '), '')::tsquery FROM kept
-    ) END)"""
-
-
-TSQUERY_SQL = tsquery_sql("memory_entries")
+def _memories_in_scope(scope: MemoryScope, column: str) -> list[str]:
+    """The alternatives (ORed) of "in a searched memory" for the memory id ``column``."""
+    which = []
+    if scope.memory_ids:
+        which.append(f"{column} = ANY(%(memory_ids)s::text[])")
+    if scope.tag_patterns:
+        which.append(search_sql.in_tagged_memories(column))
+    return which
 
 
 def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
-    """The WHERE clause of "a live, confident enough fact in the searched memories"."""
+    """The WHERE clause of "a live, confident enough fact in the searched memories" (a fact is in
+    them when its memory is, or when its own tags match)."""
     a = alias
     parts = [f"{a}.project_id = %(project_id)s", f"{a}.confidence >= %(min_confidence)s"]
-    which = []
-    if scope.memory_ids:
-        which.append(f"{a}.memory_id = ANY(%(memory_ids)s::text[])")
+    which = _memories_in_scope(scope, f"{a}.memory_id")
     if scope.tag_patterns:
-        which.append(f"EXISTS (SELECT 1 FROM unnest({a}.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[]))")
-        which.append(
-            f"{a}.memory_id IN (SELECT m.id FROM memories m WHERE m.project_id = %(project_id)s"
-            " AND EXISTS (SELECT 1 FROM unnest(m.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[])))"
-        )
+        which.append(search_sql.tags_match(f"{a}.tags"))
     parts.append("(" + " OR ".join(which or ["false"]) + ")")
     parts.append(not_expired(a))  # nothing expired is ever returned, before or after the sweep
     if scope.as_of is None:
@@ -66,7 +67,7 @@ def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
     return " AND ".join(parts)
 
 
-def scope_params(project_id: str, scope: MemoryScope) -> dict[str, Any]:
+def scope_params(project_id: str, scope: MemoryScope) -> Params:
     return {
         "project_id": project_id,
         "min_confidence": scope.min_confidence,
@@ -76,35 +77,6 @@ def scope_params(project_id: str, scope: MemoryScope) -> dict[str, Any]:
     }
 
 
-def _keys(rows: list[dict[str, Any]]) -> list[ResultKey]:
-    return [(SOURCE, row["id"]) for row in rows]
-
-
-def scope_size(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope) -> tuple[int, float]:
-    """``(N, avgdl)`` of the scope for BM25: live facts and their mean ``length(search_tsv)``."""
-    return bm25.scope_stats(conn, alias="e", from_sql="memory_entries e", scope_sql=scope_sql(scope),
-                            params=scope_params(project_id, scope))
-
-
-def vector(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> ScoredKeys:
-    """The nearest live facts with their cosine similarity, best first."""
-    # relaxed_order iterative scans may return rows slightly out of order: re-sort outside.
-    sql = (
-        "SELECT id, distance FROM (SELECT e.id, e.embedding <=> %(embedding)s::vector AS distance FROM memory_entries e"
-        f" WHERE {scope_sql(scope)} AND e.embedding IS NOT NULL"
-        " ORDER BY e.embedding <=> %(embedding)s::vector LIMIT %(depth)s) hits ORDER BY distance, id"
-    )
-    params = scope_params(project_id, scope) | {"embedding": q.embedding, "depth": q.depth}
-    rows = conn.execute(sql, params).fetchall()
-    return ScoredKeys([(SOURCE, r["id"]) for r in rows], [1.0 - float(r["distance"]) for r in rows])
-
-
-def keyword(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, stats: tuple[int, float]
-) -> ScoredKeys:
-    """The best live facts by BM25 (:mod:`bm25`), with their scores and the query's idf map."""
-    sql = bm25.keyword_sql(table="memory_entries", alias="e", from_sql="memory_entries e", scope_sql=scope_sql(scope))
-    return bm25.rank(conn, sql, scope_params(project_id, scope), source=SOURCE, q=q, stats=stats)
 
 
 def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:
@@ -175,7 +147,7 @@ def split_hubs(
         for row in conn.execute(
             f"""SELECT a.id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = a.id
                                                      LIMIT {cap}) l) AS links
-                FROM unnest(%(anchors)s::text[]) a(id)""",
+                FROM unnest(%(anchors)s::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
             {"anchors": anchors},
         ).fetchall()
     }
@@ -186,7 +158,7 @@ def split_hubs(
             f"""SELECT a.id, (SELECT count(DISTINCT l.entry_id) FROM (
                     SELECT ee.entry_id FROM entry_entities ee JOIN memory_entries e ON e.id = ee.entry_id
                     WHERE ee.entity_id = a.id AND {scope_sql(scope)} LIMIT {cap}) l) AS degree
-                FROM unnest(%(anchors)s::text[]) a(id)""",
+                FROM unnest(%(anchors)s::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
             scope_params(project_id, scope) | {"anchors": judged},
         ).fetchall()
         degrees = {row["id"]: int(row["degree"]) for row in rows}
@@ -194,12 +166,56 @@ def split_hubs(
         if by_share and size is None:
             size_cap = int(max(by_share) / HUB_SHARE) + 1
             size_row = conn.execute(
-                f"SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE {scope_sql(scope)} LIMIT %(cap)s) live",
+                f"SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE {scope_sql(scope)} LIMIT %(cap)s) live",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
                 scope_params(project_id, scope) | {"cap": size_cap},
             ).fetchone()
             size = int(size_row["n"]) if size_row else 0
         hubs |= {a for a, d in degrees.items() if d >= HUB_MIN_DEGREE and d > HUB_SHARE * (size or 0)}
     return [a for a in anchors if a not in hubs], [a for a in anchors if a in hubs]
+
+
+#: The parts of the entity statement (:func:`entity`), one per CTE. ``{where}`` is the scope,
+#: ``{relevance}`` a row's distance to the query (lower is better).
+#:
+#: direct: facts in scope touching an anchor, among the ``ANCHOR_FANOUT_CAP`` most recent links to
+#: any anchor, the ``depth`` most relevant (``{direct_where}``/``{direct_order}`` let a query
+#: vector walk the HNSW index).
+_DIRECT = (
+    "SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {where}"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    " AND e.id IN (SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[])"
+    f" ORDER BY ee.entry_id DESC LIMIT {ANCHOR_FANOUT_CAP}){{direct_where}}"
+    " ORDER BY {direct_order} LIMIT %(depth)s"
+)
+#: bridges: only when the direct facts do not fill the list, the other entities (neither anchors
+#: nor hubs) of the ``BRIDGE_FACTS`` best direct facts, least connected first (their degree
+#: counted up to ``DEGREE_CAP``), at most ``BRIDGE_ENTITIES``.
+_BRIDGES = (
+    "SELECT ee.entity_id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    f" LIMIT {DEGREE_CAP}) capped) AS degree"
+    " FROM entry_entities ee WHERE (SELECT count(*) FROM direct) < %(depth)s"
+    f" AND ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})"
+    " AND ee.entity_id <> ALL(%(anchors)s::text[]) AND ee.entity_id <> ALL(%(hubs)s::text[])"
+    f" GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}"
+)
+#: specific: the bridges under the degree cap (a bridge to everything is no signal).
+_SPECIFIC = f"SELECT entity_id, degree FROM bridges WHERE degree < {DEGREE_CAP}"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+#: hop: the facts in scope one specific bridge away, not already direct, with the degree of their
+#: most specific bridge and their best relevance.
+_HOP = (
+    "SELECT e.id, min(b.degree) AS degree, min({relevance}) AS distance"
+    " FROM memory_entries e JOIN entry_entities ee ON ee.entry_id = e.id JOIN specific b ON b.entity_id = ee.entity_id"
+    " WHERE {where} AND e.id NOT IN (SELECT id FROM direct) GROUP BY e.id"
+)
+#: The direct tier first, then the hop tier by bridge degree; by relevance within each.
+_TIERS = (
+    "SELECT id FROM (SELECT id, 0 AS tier, 0 AS degree, distance FROM direct"
+    " UNION ALL SELECT id, 1, degree, distance FROM hop) ranked"
+    " ORDER BY tier, degree, distance NULLS LAST, id LIMIT %(depth)s"
+)
+_ENTITY_SQL = (
+    f"WITH direct AS MATERIALIZED ({_DIRECT}), bridges AS ({_BRIDGES}), specific AS ({_SPECIFIC}),"
+    f" hop AS ({_HOP}) {_TIERS}"
+)
 
 
 def entity(
@@ -219,71 +235,32 @@ def entity(
         relevance = "(e.embedding <=> %(embedding)s::vector)"
         direct_order = "e.embedding <=> %(embedding)s::vector"
         direct_where = " AND e.embedding IS NOT NULL"
-    elif q.text is not None:
-        relevance = f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))"
     else:
-        relevance = "0"
-    if q.embedding is None:
+        relevance = f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))" if q.text is not None else "0"
         direct_order, direct_where = "distance NULLS LAST, e.id", ""
-    sql = f"""
-        WITH direct AS MATERIALIZED (
-            SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {scope_sql(scope)}
-              AND e.id IN (SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[])
-                           ORDER BY ee.entry_id DESC LIMIT {ANCHOR_FANOUT_CAP}){direct_where}
-            ORDER BY {direct_order} LIMIT %(depth)s
-        ), bridges AS (
-            SELECT ee.entity_id,
-                   (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id
-                                          LIMIT {DEGREE_CAP}) capped) AS degree
-            FROM entry_entities ee
-            WHERE (SELECT count(*) FROM direct) < %(depth)s
-              AND ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})
-              AND ee.entity_id <> ALL(%(anchors)s::text[]) AND ee.entity_id <> ALL(%(hubs)s::text[])
-            GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}
-        ), specific AS (
-            SELECT entity_id, degree FROM bridges WHERE degree < {DEGREE_CAP}
-        ), hop AS (
-            SELECT e.id, min(b.degree) AS degree, min({relevance}) AS distance
-            FROM memory_entries e JOIN entry_entities ee ON ee.entry_id = e.id JOIN specific b ON b.entity_id = ee.entity_id
-            WHERE {scope_sql(scope)} AND e.id NOT IN (SELECT id FROM direct)
-            GROUP BY e.id
-        )
-        SELECT id FROM (
-            SELECT id, 0 AS tier, 0 AS degree, distance FROM direct
-            UNION ALL SELECT id, 1, degree, distance FROM hop
-        ) ranked ORDER BY tier, degree, distance NULLS LAST, id LIMIT %(depth)s
-    """
+    sql = _ENTITY_SQL.format(where=scope_sql(scope), relevance=relevance, direct_where=direct_where,
+                             direct_order=direct_order)
     params = scope_params(project_id, scope) | {
         "anchors": anchors, "hubs": list(hubs or []),
         "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
     }
-    return _keys(conn.execute(sql, params).fetchall())
+    return search_sql.keys(FACTS, conn.execute(sql, params).fetchall())
 
 
 def recency(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[ResultKey]:
-    sql = (
-        f"SELECT e.id FROM memory_entries e WHERE {scope_sql(scope)}"
-        " ORDER BY coalesce(e.valid_from, e.created_at) DESC, e.created_at DESC, e.id DESC LIMIT %(limit)s"
-    )
-    return _keys(conn.execute(sql, scope_params(project_id, scope) | {"limit": limit}).fetchall())
+    """Live facts most recent first (the degraded mode's stand-in for the vector signal)."""
+    sql = f"SELECT e.id FROM memory_entries e WHERE {scope_sql(scope)} ORDER BY {RECENT_ORDER} LIMIT %(limit)s"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    return search_sql.keys(FACTS, conn.execute(sql, scope_params(project_id, scope) | {"limit": limit}).fetchall())
 
 
-ROW_COLUMNS = (
-    "e.id, e.content, e.memory_id, m.name AS memory_name, e.tags, e.metadata, e.valid_from, e.valid_to,"
-    " e.created_at, e.updated_at, e.source_conversation_id, e.source_generation_id, e.source_event_id, e.subject,"
-    " e.predicate, e.object, e.confidence, e.source_quote, e.source_type, e.invalidated_at,"
-    " CASE WHEN %(embedding)s::vector IS NULL OR e.embedding IS NULL THEN NULL"
-    " ELSE 1 - (e.embedding <=> %(embedding)s::vector) END AS similarity,"
-    f" {ENTITIES_OF.format(alias='e')} AS entities"  # the one listing the entry routes use
-)
+def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embedding: Vector | None) -> list[Row]:
+    return search_sql.rows_by_id(conn, FACTS, project_id, ids, embedding)
 
 
-def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embedding: Any) -> list[dict[str, Any]]:
-    sql = (
-        f"SELECT {ROW_COLUMNS} FROM memory_entries e JOIN memories m ON m.id = e.memory_id"
-        " WHERE e.project_id = %(project_id)s AND m.project_id = %(project_id)s AND e.id = ANY(%(ids)s::text[])"
-    )
-    return conn.execute(sql, {"project_id": project_id, "ids": ids, "embedding": embedding}).fetchall()
+def recent_rows(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[Row]:
+    """No-query read: live facts most recent first."""
+    return search_sql.rows_in_order(conn, FACTS, scope_sql(scope), scope_params(project_id, scope),
+                                    order=RECENT_ORDER, limit=limit)
 
 
 def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> str:
@@ -291,64 +268,50 @@ def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> 
     order = "DESC" if direction == "<" else "ASC"
     a = alias
     return (
-        f"SELECT {a}.id FROM memory_entries {a} WHERE {a}.memory_id = {row}.memory_id"
+        f"SELECT {a}.id FROM memory_entries {a} WHERE {a}.memory_id = {row}.memory_id"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         f" AND {a}.source_conversation_id = {row}.source_conversation_id"
         f" AND ({a}.created_at, {a}.id) {direction} ({row}.created_at, {row}.id) AND {scope_sql(scope, a)}"
         f" ORDER BY {a}.created_at {order}, {a}.id {order} LIMIT %(window)s"
     )
 
 
-def candidate_rows(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, ids: list[str], top: list[str], *,
-    embedding: Any, idfs: dict[str, float], avgdl: float, window: int, known_similarity: Sequence[str] = (),
-    known_bm25: Sequence[str] = (),
-) -> list[dict[str, Any]]:
-    """What fusion reads of the facts ``ids`` and of the conversation neighbours (``window`` each
-    side) of ``top``: ``similarity`` (cosine), ``bm25`` (under ``idfs``), ``prev_ids`` (up to
-    ``window`` live entries before it in its conversation, nearest first), ``subjects`` (its
-    subject entities' normalized names) and ``valid_from``. Rows out of scope are dropped."""
-    expand = ""
-    if window > 0 and top:
-        expand = (
-            " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("
-            f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
-            " WHERE c.id = ANY(%(top)s::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
-        )
+#: A fact's subject entities (normalized names), for the subject boost.
+_SUBJECTS = (
+    "ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"
+    " WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects"
+)
+
+
+def _neighbours(scope: MemoryScope) -> str:
+    """The live entries within ``%(window)s`` of each of ``%(top)s`` in its conversation."""
+    return (
+        " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
+        " WHERE c.id = ANY(%(top)s::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
+    )
+
+
+def _candidate_columns(scope: MemoryScope) -> str:
+    """``valid_from``, ``prev_ids`` (up to ``%(window)s`` live entries before it in its
+    conversation, nearest first) and ``subjects``."""
     before = _neighbour_sql("e", "p", scope, "<")
-    prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END"
-    sql = (
-        f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{expand})"
-        f" SELECT e.id, e.valid_from, {bm25.score_columns('e', with_bm25=bool(idfs))}, {prev} AS prev_ids,"
-        " ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"
-        "       WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects"
-        f" FROM memory_entries e WHERE e.id IN (SELECT id FROM picked) AND {scope_sql(scope)}"
-    )
-    params = scope_params(project_id, scope) | {"ids": ids, "top": top, "window": window} | bm25.score_params(
-        embedding, idfs, avgdl, known_similarity, known_bm25)
-    return conn.execute(sql, params).fetchall()
+    prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END AS prev_ids"
+    return f"e.valid_from, {prev}, {_SUBJECTS}"
 
 
-def recent_rows(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[dict[str, Any]]:
-    sql = (
-        f"SELECT {ROW_COLUMNS} FROM memory_entries e JOIN memories m ON m.id = e.memory_id"
-        f" WHERE {scope_sql(scope)} ORDER BY coalesce(e.valid_from, e.created_at) DESC, e.created_at DESC, e.id DESC"
-        " LIMIT %(limit)s"
-    )
-    params = scope_params(project_id, scope) | {"limit": limit, "embedding": None}
-    return conn.execute(sql, params).fetchall()
+#: The signals, statistics and candidate reads over the live facts in scope.
+FACTS_IN_SCOPE: Final = search_sql.ScopedSource[MemoryScope](
+    FACTS, scope_sql, scope_params, neighbours=_neighbours, columns=_candidate_columns,
+)
+scope_size, vector, keyword = FACTS_IN_SCOPE.scope_size, FACTS_IN_SCOPE.vector, FACTS_IN_SCOPE.keyword
+candidate_rows = FACTS_IN_SCOPE.candidate_rows
 
 
 def episode_rows(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, embedding: Any, limit: int
-) -> list[dict[str, Any]]:
-    which = []
-    if scope.memory_ids:
-        which.append("ep.memory_id = ANY(%(memory_ids)s::text[])")
-    if scope.tag_patterns:
-        which.append(
-            "ep.memory_id IN (SELECT m.id FROM memories m WHERE m.project_id = %(project_id)s"
-            " AND EXISTS (SELECT 1 FROM unnest(m.tags) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[])))"
-        )
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int
+) -> list[Row]:
+    """The episodes of the searched memories, nearest to ``embedding`` first (most recent without)."""
+    which = _memories_in_scope(scope, "ep.memory_id")
     where = "ep.project_id = %(project_id)s AND (" + " OR ".join(which or ["false"]) + ")"
     if scope.as_of is not None:
         where += " AND (ep.occurred_at IS NULL OR ep.occurred_at <= %(as_of)s)"
@@ -358,9 +321,9 @@ def episode_rows(
     else:
         order = "ep.occurred_at DESC NULLS LAST, ep.created_at DESC, ep.id DESC"
     sql = (
-        "SELECT ep.id, ep.memory_id, ep.conversation_id, ep.turn_id, ep.occurred_at, ep.transcript,"
-        " CASE WHEN %(embedding)s::vector IS NULL THEN NULL ELSE 1 - (ep.embedding <=> %(embedding)s::vector) END"
-        f" AS similarity FROM episodes ep WHERE {where} ORDER BY {order} LIMIT %(limit)s"
+        "SELECT ep.id, ep.memory_id, ep.conversation_id, ep.turn_id, ep.occurred_at, ep.transcript,"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f" {search_sql.similarity('ep')} AS similarity"
+        f" FROM episodes ep WHERE {where} ORDER BY {order} LIMIT %(limit)s"
     )
     params = scope_params(project_id, scope) | {"embedding": embedding, "limit": limit}
     return conn.execute(sql, params).fetchall()

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory_engine.domain import content_types as ct
 from memory_engine.domain.documents import (
+    FILE_DEFAULTS,
     MAX_TEXT_CHARS,
+    TEXT_DEFAULTS,
     ChunkSettings,
     ChunkStrategy,
     Document,
@@ -23,6 +25,7 @@ from memory_engine.domain.documents import (
     DocumentStatus,
     normalize_path,
 )
+from memory_engine.domain.entries import Tags
 from memory_engine.domain.ingestion_rules import overlay_chunk_fields
 from memory_engine.domain.validation import JsonObject, Text
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
@@ -50,8 +53,6 @@ UPLOAD_URL_TTL_SECONDS = 3600
 UPLOAD_EXPIRY_GRACE_SECONDS = 120
 UPLOAD_EXPIRED_ERROR = ("no upload arrived before the upload URL expired; request a new one with "
                         "POST /v1/documents/uploads (or delete the document)")
-TEXT_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.WHOLE)
-FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
 
 
 class ChunkFields(BaseModel):
@@ -76,24 +77,13 @@ class ChunkFields(BaseModel):
 class DocumentFields(ChunkFields):
     path: Text = Field(min_length=1, max_length=1024)
     title: Text | None = Field(None, max_length=500)
-    tags: list[Text] = Field(default_factory=list, max_length=50)
+    tags: Tags = Field(default_factory=list)
     metadata: JsonObject | None = None
 
     @field_validator("path")
     @classmethod
     def _path(cls, value: str) -> str:
         return normalize_path(value)
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        out = []
-        for tag in value:
-            tag = tag.strip()
-            if not tag or len(tag) > 128:
-                raise ValueError("tags must be 1..128 characters")
-            out.append(tag)
-        return list(dict.fromkeys(out))
 
 
 class CreateTextDocument(DocumentFields):

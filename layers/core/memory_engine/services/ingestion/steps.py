@@ -24,12 +24,12 @@ from memory_engine.domain.chunking import stream_chunks
 from memory_engine.domain.converter_protocol import CallbackUrls
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
+    FILE_DEFAULTS,
     MAX_DOCUMENT_BYTES,
     Chunk,
     ChunkBatchRef,
     ChunkSettings,
     ChunkSource,
-    ChunkStrategy,
     ConversionWait,
     Document,
     DocumentRun,
@@ -65,7 +65,6 @@ from memory_engine.services.ingestion.reading import ConversionPending, extract_
 logger = logging.getLogger(__name__)
 
 SUPERSEDED = "superseded by a newer ingestion of this document"
-FILE_DEFAULTS = ChunkSettings(strategy=ChunkStrategy.PAGE)
 
 
 @dataclass(frozen=True)
