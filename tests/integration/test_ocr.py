@@ -11,7 +11,6 @@ import io
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,10 @@ from pypdf import PdfReader, PdfWriter
 
 from memory_engine.adapters.ocr.tesseract import TesseractOcr
 from memory_engine.local.container import LocalContainer
-from tests.conftest import KeyFactory, shared_data
+from tests.conftest import shared_data
 from tests.support.api_client import ApiClient
 from tests.support.ingestion import upload_and_ingest
+from tests.support.rules import admin_fixture, clean_rules_fixture, reader_fixture  # noqa: F401 - fixtures
 from tests.support.scans import png, scanned_pdf
 
 PROJECT = "ocr"
@@ -45,27 +45,10 @@ def tesseract() -> str:
 
 
 @pytest.fixture(scope="module")
-def admin(make_key: KeyFactory) -> ApiClient:
-    return ApiClient(make_key(PROJECT, "admin"))
-
-
-@pytest.fixture(scope="module")
-def reader(make_key: KeyFactory) -> ApiClient:
-    return ApiClient(make_key(PROJECT, "read,write"))
-
-
-@pytest.fixture(scope="module")
 def project_id(container: LocalContainer) -> str:
     # the composition root found the binary: the local engine's OCR is Tesseract
     assert isinstance(container.ingestion_ports.ocr, TesseractOcr)
     return container.projects.get_or_create_project(PROJECT).id
-
-
-@pytest.fixture(autouse=True)
-def _clean_rules(admin: ApiClient) -> Iterator[None]:
-    yield
-    for rule in admin.get("/v1/ingestion-rules").json["data"]:
-        admin.delete(f"/v1/ingestion-rules/{rule['id']}")
 
 
 def _ocr_rule(admin: ApiClient, glob: str, **extra: Any) -> None:
