@@ -17,10 +17,10 @@ from memory_engine.adapters.local.event_sinks import RecordingPublisher
 from memory_engine.domain.converter_protocol import CALLBACK_ROUTE_PREFIX, sign_callback_token
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.pipeline import PipelineResult
-from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient
 from tests.support.converter import ConverterService, converter_service, pages_of
 from tests.support.ingestion import fast_runner, upload_and_ingest
+from tests.support.rules import admin_fixture, clean_rules_fixture, reader_fixture  # noqa: F401 - fixtures
 
 PROJECT = "convert"
 
@@ -32,25 +32,8 @@ def converter() -> Iterator[ConverterService]:
 
 
 @pytest.fixture(scope="module")
-def admin(make_key: KeyFactory) -> ApiClient:
-    return ApiClient(make_key(PROJECT, "admin"))
-
-
-@pytest.fixture(scope="module")
-def reader(make_key: KeyFactory) -> ApiClient:
-    return ApiClient(make_key(PROJECT, "read,write"))
-
-
-@pytest.fixture(scope="module")
 def project_id(container: LocalContainer, admin: ApiClient) -> str:
     return container.projects.get_or_create_project(PROJECT).id
-
-
-@pytest.fixture(autouse=True)
-def _clean_rules(admin: ApiClient) -> Iterator[None]:
-    yield
-    for rule in admin.get("/v1/ingestion-rules").json["data"]:
-        admin.delete(f"/v1/ingestion-rules/{rule['id']}")
 
 
 def _rule(admin: ApiClient, glob: str, url: str, **extra: Any) -> dict[str, Any]:

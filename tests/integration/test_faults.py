@@ -60,12 +60,13 @@ def container(
     """The shared container shape, with the switchable embedder and fast retries (same policies)."""
     from memory_engine.bootstrap import set_container
     from memory_engine.local.container import LocalContainer
-    from memory_engine.local.pipeline import PipelineRunner, invoke_ingestion_handler
+    from memory_engine.local.pipeline import PipelineRunner, invoke_ingestion_handler, invoke_streamed_producer
     from memory_engine.settings import Settings
 
     settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(tmp_path_factory.mktemp("home")))  # type: ignore[call-arg]
     built = LocalContainer(settings, embedder=switchable, chat_model=chat_model)
-    built.__dict__["pipeline_runner"] = PipelineRunner(invoke=invoke_ingestion_handler, retry_delay_scale=0.0)
+    built.__dict__["pipeline_runner"] = PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer,
+                                                       retry_delay_scale=0.0)
     built.event_queue.retry_delay = 0.05
     set_container(built)
     yield built

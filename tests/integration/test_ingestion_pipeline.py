@@ -4,15 +4,14 @@ executed by the local runner calling the Lambda handlers."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from pypdf import PdfWriter
 
 from memory_engine.bootstrap import Container
 from tests.conftest import shared_data
 from tests.support.ingestion import upload_and_ingest
+from tests.support.scans import blank_pdf
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +94,6 @@ def test_encrypted_and_scanned_pdfs_fail_with_errors_that_say_what_to_do(
     assert _chunks(container, doc.id) == []
 
 
-def _generated_pdf(pages: int = 3) -> bytes:
-    writer = PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=200, height=200)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 def test_truncated_pdf_fails_as_unreadable(container: Container, project_id: str) -> None:
     data = _pdf("multicolumn.pdf")
     result = upload_and_ingest(container, project_id, "/bad/truncated.pdf", data[: len(data) // 3])
@@ -120,7 +110,7 @@ def test_garbage_with_pdf_extension_fails_as_not_a_pdf(container: Container, pro
 
 
 def test_blank_generated_pdf_fails_with_no_text_layer(container: Container, project_id: str) -> None:
-    result = upload_and_ingest(container, project_id, "/bad/blank.pdf", _generated_pdf())
+    result = upload_and_ingest(container, project_id, "/bad/blank.pdf", blank_pdf())
     doc = container.documents.find_by_path(project_id, "/bad/blank.pdf")
     assert result.status == "failed" and doc is not None and doc.error and "no text layer" in doc.error
 

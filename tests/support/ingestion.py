@@ -47,5 +47,5 @@ def fast_runner(container: Container, **kwargs: Any) -> PipelineRunner:
     """The container's runner with retry delays scaled down (the policy is the same)."""
     base = container.pipeline_runner
     return PipelineRunner(invoke=kwargs.pop("invoke", base.invoke), map_concurrency=kwargs.pop("map_concurrency", 2),
-                          retry_delay_scale=0.0, wait_for_token=kwargs.pop("wait_for_token", base.wait_for_token),
-                          **kwargs)
+                          stream=kwargs.pop("stream", base.stream), retry_delay_scale=0.0,
+                          wait_for_token=kwargs.pop("wait_for_token", base.wait_for_token), **kwargs)

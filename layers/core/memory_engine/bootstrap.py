@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from memory_engine.ports.extraction_runs import ExtractionRunRepository
     from memory_engine.ports.ingestion_rules import IngestionRuleRepository
     from memory_engine.ports.lifecycle import ExpiryRepository, ImportRepository, LifecycleRepository
+    from memory_engine.ports.ocr import OcrEngine
     from memory_engine.ports.pipeline import PipelineStarter
     from memory_engine.ports.projects import ProjectRepository
     from memory_engine.ports.search import KnowledgeIndex
@@ -197,6 +198,14 @@ class Container:
         return self.embedder
 
     @cached_property
+    def ocr_engine(self) -> OcrEngine | None:
+        """The built-in ``ocr`` converter (``OCR_ENGINE``): Textract on AWS, Tesseract locally when
+        its binary is installed, else None."""
+        from memory_engine.adapters.ocr import build_ocr_engine
+
+        return build_ocr_engine(self.settings, self.boto_client)
+
+    @cached_property
     def ingestion_rules(self) -> IngestionRuleRepository:
         from memory_engine.adapters.postgres.ingestion_rules import PostgresIngestionRuleRepository
 
@@ -247,7 +256,7 @@ class Container:
 
         return IngestionPorts(
             documents=self.documents, blobs=self.blob_store, embedder=self.ingestion_embedder, projects=self.projects,
-            extractors=native_extractors(), converter=HttpConverter(), conversions=self.conversions,
+            extractors=native_extractors(), converter=HttpConverter(), ocr=self.ocr_engine, conversions=self.conversions,
             callback_urls=self.callback_urls, task_callbacks=self.task_callbacks,
             events=self.event_publisher,
         )

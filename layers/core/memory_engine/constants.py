@@ -20,6 +20,8 @@ ENV_AWS_REGION = "AWS_REGION"
 ENV_CLIENT_URL = "MEMORY_ENGINE_URL"  # clients (`memory-engine mcp`, the Python client): the engine's URL
 ENV_CLIENT_API_KEY = "MEMORY_ENGINE_API_KEY"  # ... and the API key they send
 ENV_INGEST_WORKERS = "INGEST_WORKERS"  # local shape: ingestion runs in flight at once (default: sized to the machine)
+ENV_OCR_ENGINE = "OCR_ENGINE"  # the built-in ocr converter: auto | tesseract | textract | none
+ENV_OCR_LANGUAGES = "OCR_LANGUAGES"  # Tesseract's -l, e.g. eng or deu+eng
 ENV_FOREGROUND_WAIT_MS = "FOREGROUND_WAIT_MS"  # local shape: how long an ingestion model call waits for requests in flight
 #: The API's public origin, for URLs the engine hands out (converter callback and download URLs);
 #: locally the engine's own address by default, on AWS the HTTP API's endpoint (set by the CDK app)

@@ -30,6 +30,15 @@ class Runtime(str, Enum):
     AWS = "aws"
 
 
+class OcrProvider(str, Enum):
+    """The engine of the built-in ``ocr`` converter; ``auto``: Textract on AWS, else Tesseract when installed."""
+
+    AUTO = "auto"
+    TESSERACT = "tesseract"
+    TEXTRACT = "textract"
+    NONE = "none"
+
+
 #: How long an authenticated key is cached per process, by runtime: revoking a key takes effect
 #: within this many seconds (locally `keys revoke` runs in another process than the server).
 KEY_CACHE_DEFAULTS: dict[Runtime, float] = {Runtime.LOCAL: 5.0, Runtime.AWS: 30.0}
@@ -96,12 +105,14 @@ class Settings(BaseSettings):
     extraction_dlq_url: str | None = Field(None, validation_alias=_env(c.ENV_EXTRACTION_DLQ_URL))
     functions_dir: Path | None = Field(None, validation_alias=_env(c.ENV_FUNCTIONS_DIR))
     key_cache_seconds: float | None = Field(None, ge=0, le=3600, validation_alias=_env(c.ENV_KEY_CACHE_SECONDS))
+    ocr_engine: OcrProvider = Field(OcrProvider.AUTO, validation_alias=_env(c.ENV_OCR_ENGINE))
+    ocr_languages: str = Field("eng", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$", validation_alias=_env(c.ENV_OCR_LANGUAGES))
     public_url: str | None = Field(None, validation_alias=_env(c.ENV_PUBLIC_URL))
     #: at most 115 minutes: the Standard state machine's execution ends after 2 hours
     converter_deadline_seconds: int = Field(3600, ge=1, le=6900, validation_alias=_env(c.ENV_CONVERTER_DEADLINE_SECONDS))
     callback_secret_arn: str | None = Field(None, validation_alias=_env(c.ENV_CALLBACK_SECRET_ARN))
 
-    @field_validator("embedding_provider", "chat_provider", "runtime", mode="before")
+    @field_validator("embedding_provider", "chat_provider", "runtime", "ocr_engine", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value

@@ -18,7 +18,7 @@ import bisect
 import itertools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from memory_engine.domain.documents import Chunk, ChunkSettings, ChunkStrategy, Page
 
@@ -48,8 +48,7 @@ def normalize_text(text: str) -> str:
 def chunk_pages(pages: Sequence[Page], settings: ChunkSettings) -> list[Chunk]:
     """Chunks of ``pages`` under ``settings``; never returns an empty or blank chunk."""
     if settings.strategy is ChunkStrategy.PAGE:
-        texts = [(p.number, p.text.strip()) for p in pages]
-        return [Chunk(index=i, page=n, content=t) for i, (n, t) in enumerate((n, t) for n, t in texts if t)]
+        return list(stream_chunks(pages, settings))
     text, starts, numbers = _join(pages)
     if not text.strip():
         return []
@@ -69,6 +68,21 @@ def chunk_pages(pages: Sequence[Page], settings: ChunkSettings) -> list[Chunk]:
         page = numbers[bisect.bisect_right(starts, first) - 1] if starts else None
         chunks.append(Chunk(index=len(chunks), page=page, content=content))
     return chunks
+
+
+def stream_chunks(pages: Iterable[Page], settings: ChunkSettings) -> Iterator[Chunk]:
+    """The chunks of :func:`chunk_pages`, as early as the strategy allows: ``page`` chunks come as
+    each page arrives (the pipeline embeds them while later pages are parsed); the joined strategies
+    need the whole text, so their chunks come after the last page."""
+    if settings.strategy is not ChunkStrategy.PAGE:
+        yield from chunk_pages(list(pages), settings)
+        return
+    index = 0
+    for page in pages:
+        text = page.text.strip()
+        if text:
+            yield Chunk(index=index, page=page.number, content=text)
+            index += 1
 
 
 def _join(pages: Sequence[Page]) -> tuple[str, list[int], list[int | None]]:

@@ -11,6 +11,11 @@ from typing import TypeVar
 PDF = "application/pdf"
 TEXT = "text/plain"
 MARKDOWN = "text/markdown"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
+#: What the built-in ``ocr`` converter reads (scanned PDFs and images).
+OCR_TYPES = frozenset({PDF, PNG, JPEG, TIFF})
 #: What the native extractors handle.
 NATIVE = frozenset({PDF, TEXT, MARKDOWN})
 #: Values that say "unknown": fall back to the extension.
@@ -28,6 +33,11 @@ _EXTENSIONS = {
     ".json": "application/json",
     ".html": "text/html",
     ".htm": "text/html",
+    ".png": PNG,
+    ".jpg": JPEG,
+    ".jpeg": JPEG,
+    ".tif": TIFF,
+    ".tiff": TIFF,
 }
 
 

@@ -80,6 +80,21 @@ class MapSpec:
 
 
 @dataclass(frozen=True)
+class Streamed:
+    """Consecutive steps a runner may overlap: ``producers`` run as one pass (``handler``, same
+    input as the first producer, same output as the last) that hands every element of the
+    consumer's Map items to it as soon as it exists, so the consumer works while later input is
+    produced. The ASL keeps them as separate states (one Lambda each); the local runner streams."""
+
+    producers: tuple[Step, ...]
+    consumer: Step
+    handler: str
+    #: When the pass's output has this field set, it stopped after the first producer (its output
+    #: is that step's) and the run goes on with the steps after it, one after the other.
+    stopped_when: str | None = None
+
+
+@dataclass(frozen=True)
 class Step:
     """One Lambda task. ``handler`` is the attribute of ``functions/ingestion/handler.py``;
     ``function_placeholder`` is the ASL substitution variable holding that Lambda's ARN."""
@@ -168,6 +183,12 @@ MARK_FAILED = Step(
 
 #: The ordered steps. The ASL and the local runner are both built from this tuple.
 PIPELINE: tuple[Step, ...] = (REGISTER, EXTRACT, AWAIT_CONVERSION, CHUNK, EMBED, FINALIZE)
+#: Extract and Chunk as one pass whose batches enter EmbedBatches while later pages are parsed
+#: (``services.ingestion.steps.extract_and_chunk``): a long PDF's ingestion is bound by the model,
+#: not the parser (docs/ingestion.md "Streaming"). A run whose converter answers ``pending`` stops
+#: the pass after Extract and goes on through AwaitConversion, Chunk and EmbedBatches.
+STREAMED = Streamed(producers=(EXTRACT, CHUNK), consumer=EMBED, handler="extract_and_chunk",
+                    stopped_when=AWAITING_FIELD)
 #: Where any step's failure goes (after its retries).
 FAILURE_HANDLER: Step = MARK_FAILED
 #: A payload with this field is a prepared DocumentRun (API create / re-ingest): it enters at

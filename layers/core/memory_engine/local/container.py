@@ -13,7 +13,12 @@ from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.bootstrap import Container
 from memory_engine.local.conversion_waiter import ConversionWaiter, LocalTaskCallbacks
 from memory_engine.local.event_queue import LocalEventQueue
-from memory_engine.local.pipeline import LocalPipelineStarter, PipelineRunner, invoke_ingestion_handler
+from memory_engine.local.pipeline import (
+    LocalPipelineStarter,
+    PipelineRunner,
+    invoke_ingestion_handler,
+    invoke_streamed_producer,
+)
 from memory_engine.local.priority import lower_thread_priority
 from memory_engine.ports.blobs import UploadInbox
 from memory_engine.ports.conversions import TaskCallbacks
@@ -33,9 +38,11 @@ class LocalContainer(Container):
 
     @cached_property
     def pipeline_runner(self) -> PipelineRunner:
-        """The ingestion state machine, run in-process on the Lambda handlers; a run awaiting a
-        converter's callback polls the database (the callback may reach another process)."""
-        return PipelineRunner(invoke=invoke_ingestion_handler, wait_for_token=ConversionWaiter(lambda: self.conversions))
+        """The ingestion state machine, run in-process on the Lambda handlers, with extraction
+        overlapped with embedding (``domain.pipeline.STREAMED``); a run awaiting a converter's
+        callback polls the database (the callback may reach another process)."""
+        return PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer,
+                              wait_for_token=ConversionWaiter(lambda: self.conversions))
 
     @cached_property
     def task_callbacks(self) -> TaskCallbacks:

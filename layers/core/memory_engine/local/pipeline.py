@@ -6,12 +6,17 @@ Same entry routing (S3 event -> Register; prepared DocumentRun -> Extract), same
 between the same handlers, same Retry policies (error name = exception class name, exponential
 backoff), the embed Map with bounded concurrency, and any failure after retries handed to
 ``mark_failed`` with ``failure: {Error, Cause}`` exactly as an ASL Catch would.
+
+One difference, declared in the pipeline definition (:data:`memory_engine.domain.pipeline.STREAMED`):
+with a ``stream`` invoker the runner overlaps Extract and Chunk with the EmbedBatches Map (pages are
+chunked and embedded while later pages are parsed), so a long PDF is bound by the model, not the parser.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -26,6 +31,7 @@ from memory_engine.domain.pipeline import (
     FAILURE_FIELD,
     FAILURE_HANDLER,
     PIPELINE,
+    STREAMED,
     RetryPolicy,
     Step,
     entry_step,
@@ -39,6 +45,12 @@ HANDLER_MODULE = "ingestion/handler"
 
 #: ``invoke(handler_attribute, payload) -> result payload`` (JSON-able dicts, as Lambda sees them).
 StepInvoker = Callable[[str, dict[str, Any]], dict[str, Any]]
+#: ``stream(handler, payload, emit) -> result payload``: a :data:`STREAMED` producer pass that calls
+#: ``emit(item)`` with each Map item of the consumer as soon as it exists.
+StreamInvoker = Callable[[str, dict[str, Any], Callable[[dict[str, Any]], None]], dict[str, Any]]
+#: Map items the streamed producer may run ahead of the consumer (each is a batch object's key,
+#: the batch itself is in the blob store): bounds how far parsing runs ahead of the model.
+STREAM_AHEAD_ITEMS = 4
 
 
 @dataclass
@@ -54,6 +66,29 @@ def invoke_ingestion_handler(attribute: str, payload: dict[str, Any]) -> dict[st
     handler = load_handler(HANDLER_MODULE, attribute)
     result: dict[str, Any] = handler(payload, LocalLambdaContext(function_name=f"memory-engine-ingest-{attribute}"))
     return result
+
+
+def invoke_streamed_producer(attribute: str, payload: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Run the streamed producer ``services.ingestion.steps.<attribute>`` in-process, as the ingestion
+    handler runs a step: the function's settings checked, the payload parsed, the result as JSON."""
+    from memory_engine import constants as c
+    from memory_engine.bootstrap import get_container
+    from memory_engine.domain.documents import ChunkBatchRef, DocumentRun
+    from memory_engine.services.ingestion import steps
+
+    container = get_container()
+    container.check(c.FUNCTION_INGESTION)
+    producer = getattr(steps, attribute)
+
+    def emit_ref(ref: ChunkBatchRef) -> None:
+        emit(ref.model_dump(mode="json"))
+
+    result: DocumentRun = producer(DocumentRun.model_validate(payload), container.ingestion_ports, emit_ref)
+    return result.model_dump(mode="json")
+
+
+class _ConsumerFailed(Exception):
+    """Stops the streamed producer once the consumer has failed (never reported itself)."""
 
 
 class TaskTimedOut(Exception):
@@ -92,6 +127,8 @@ class PipelineRunner:
 
     invoke: StepInvoker
     map_concurrency: int = 2
+    #: Runs the :data:`STREAMED` steps overlapped (None: one after the other, as the state machine).
+    stream: StreamInvoker | None = None
     sleep: Callable[[float], None] = time.sleep
     #: Multiplies every retry delay (1.0 = the ASL's own delays).
     retry_delay_scale: float = 1.0
@@ -102,12 +139,19 @@ class PipelineRunner:
         state = dict(payload)
         timings: dict[str, float] = {}
         start = PIPELINE.index(entry_step(payload))
+        streamed_done: set[str] = set()
         for step in PIPELINE[start:]:
             if step.only_when is not None and state.get(step.only_when) is None:
                 continue
+            if step.name in streamed_done:
+                continue  # ran within the streamed pass
             began = time.perf_counter()
             try:
-                if step.map is not None:
+                if self.stream is not None and step is STREAMED.producers[0]:
+                    state = self._run_streamed(state, timings)
+                    if not (STREAMED.stopped_when and state.get(STREAMED.stopped_when)):  # else: awaiting a converter
+                        streamed_done = {s.name for s in (*STREAMED.producers[1:], STREAMED.consumer)}
+                elif step.map is not None:
                     self._run_map(step, state)
                 elif step.waits_for_token:
                     state = self._wait(step, state)
@@ -118,17 +162,18 @@ class PipelineRunner:
                 logger.info("ingestion step %s failed: %s", step.name, exc)
                 result = self._call(FAILURE_HANDLER, {**state, FAILURE_FIELD: _failure(exc)})
                 return PipelineResult("failed", state, error=result.get("error") or str(exc), seconds_by_step=timings)
-            timings[step.name] = time.perf_counter() - began
+            timings.setdefault(step.name, time.perf_counter() - began)
             if step.stop_when is not None and state.get(step.stop_when[0]):
                 return PipelineResult("unchanged", state, seconds_by_step=timings)
         return PipelineResult("succeeded", state, seconds_by_step=timings)
 
-    def _call(self, step: Step, payload: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, step: Step, payload: dict[str, Any],
+              invoke: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
         """One task with its Retry list: each policy counts its own attempts (ASL semantics)."""
         attempts: dict[int, int] = {}
         while True:
             try:
-                return self.invoke(step.handler, payload)
+                return invoke(payload) if invoke is not None else self.invoke(step.handler, payload)
             except Exception as exc:
                 policy_index, policy = _matching(step.retry, error_name(exc))
                 if policy is None:
@@ -140,6 +185,65 @@ class PipelineRunner:
                 logger.info("retrying %s after %s in %.1fs (attempt %d)", step.name, error_name(exc), delay,
                             attempts[policy_index])
                 self.sleep(delay)
+
+    def _run_streamed(self, state: dict[str, Any], timings: dict[str, float]) -> dict[str, Any]:
+        """The :data:`STREAMED` steps overlapped: the producer pass (the first producer's Retry list)
+        on this thread, the consumer's Map items embedded by ``map_concurrency`` workers as they come,
+        at most STREAM_AHEAD_ITEMS waiting. A failure on either side stops both and raises; a
+        retried producer hands over only the items it had not handed over before (same objects)."""
+        assert self.stream is not None and STREAMED.consumer.map is not None
+        spec, consumer, stream = STREAMED.consumer.map, STREAMED.consumer, self.stream
+        carried = {name: state[name] for name in spec.carried_fields if name in state}
+        items: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=STREAM_AHEAD_ITEMS)
+        failed = threading.Event()
+        errors: list[BaseException] = []
+        handed: set[Any] = set()
+        began = time.perf_counter()
+
+        def emit(value: dict[str, Any]) -> None:
+            identity = json.dumps(value, sort_keys=True)
+            if identity in handed:
+                return
+            handed.add(identity)
+            while not failed.is_set():
+                try:
+                    items.put({**carried, spec.item_field: value}, timeout=0.05)
+                    return
+                except queue.Full:
+                    continue
+            raise _ConsumerFailed
+
+        def consume() -> None:
+            while (item := items.get()) is not None:
+                if failed.is_set():
+                    continue
+                try:
+                    self._call(consumer, item)
+                except Exception as exc:
+                    errors.append(exc)
+                    failed.set()
+
+        workers = [threading.Thread(target=consume, name=f"embed-{i}", daemon=True)
+                   for i in range(max(1, self.map_concurrency))]
+        for worker in workers:
+            worker.start()
+        try:
+            result = self._call(STREAMED.producers[0], state, lambda payload: stream(STREAMED.handler, payload, emit))
+        except _ConsumerFailed:
+            result = state
+        except Exception:
+            failed.set()
+            raise
+        finally:
+            timings["+".join(p.name for p in STREAMED.producers)] = time.perf_counter() - began
+            for _ in workers:
+                items.put(None)
+            for worker in workers:
+                worker.join()
+            timings[consumer.name] = time.perf_counter() - began
+        if errors:
+            raise errors[0]
+        return result
 
     def _wait(self, step: Step, state: dict[str, Any]) -> dict[str, Any]:
         """A ``.waitForTaskToken`` task: invoke it with the run and a token, then wait for the token

@@ -3,17 +3,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from memory_engine.domain.documents import Page
+from memory_engine.ports.ocr import OcrEngine
 
 
 class Extractor(Protocol):
-    """Turns a file into pages of text. Raises the named failures of
-    :mod:`memory_engine.domain.ingestion_errors` (``DocumentUnreadable``, ``EncryptedPdf``,
-    ``NoTextLayer``, ``TooLarge``); never returns an empty list for a file with text."""
+    """Turns a file into pages of text, lazily: the pages come one at a time as they are parsed, so
+    the pipeline embeds the first ones while later ones are read.
 
-    def extract(self, data: bytes, *, name: str) -> list[Page]: ...
+    ``pages`` checks the file before returning and raises the named failures of
+    :mod:`memory_engine.domain.ingestion_errors` (``DocumentUnreadable``, ``EncryptedPdf``,
+    ``TooLarge``); the iterator raises ``NoTextLayer`` after the last page when no page had text.
+    ``ocr`` reads the pages that have no text layer (scanned pages of a PDF); formats without
+    images ignore it."""
+
+    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]: ...
 
 
 class Converter(Protocol):

@@ -3,9 +3,12 @@ cp1252/latin-1 only when the bytes are not UTF-8."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from memory_engine.domain.chunking import normalize_text
 from memory_engine.domain.documents import Page
 from memory_engine.domain.ingestion_errors import DocumentUnreadable
+from memory_engine.ports.ocr import OcrEngine
 
 
 def decode_text(data: bytes, *, name: str) -> str:
@@ -26,6 +29,7 @@ def decode_text(data: bytes, *, name: str) -> str:
 
 
 class TextExtractor:
-    def extract(self, data: bytes, *, name: str) -> list[Page]:
+    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
+        """One page (none for an empty file); ``ocr`` is not used: text has no scanned pages."""
         text = normalize_text(decode_text(data, name=name))
-        return [Page(number=None, text=text)] if text else []
+        return iter([Page(number=None, text=text)] if text else [])

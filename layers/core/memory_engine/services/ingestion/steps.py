@@ -11,15 +11,17 @@ upserts the same chunk keys. A run whose generation is no longer the document's
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from memory_engine import constants as c
 from memory_engine.domain import content_types as ct
-from memory_engine.domain.chunking import chunk_pages
-from memory_engine.domain.converter_protocol import CallbackUrls, Pending
+from memory_engine.domain.chunking import stream_chunks
+from memory_engine.domain.converter_protocol import CallbackUrls
 from memory_engine.domain.documents import (
     EMBED_BATCH_SIZE,
     FILE_DEFAULTS,
@@ -43,15 +45,12 @@ from memory_engine.domain.documents import (
 from memory_engine.domain.ingestion_errors import (
     DocumentGone,
     DocumentUnreadable,
-    EncryptedPdf,
     InvalidObjectKey,
     NoTextLayer,
     TooLarge,
-    UnsupportedContentType,
 )
 from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.pipeline import CONTENT_ERRORS
-from memory_engine.domain.validation import scrub_text
 from memory_engine.errors import MemoryEngineError, NotFound
 from memory_engine.ports.blobs import BlobInfo, BlobStore
 from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
@@ -61,7 +60,7 @@ from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extractors import Converter, Extractor
 from memory_engine.ports.ocr import OcrEngine
 from memory_engine.ports.projects import ProjectRepository
-from memory_engine.services.ingestion.converters import ConversionRequest, convert
+from memory_engine.services.ingestion.reading import ConversionPending, extract_pages
 
 logger = logging.getLogger(__name__)
 
@@ -185,14 +184,12 @@ def _current(run: DocumentRun, ports: IngestionPorts) -> Document | None:
     return doc if doc.ingest_generation == run.generation else None
 
 
-def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
-    """The object -> pages (one work object). Raises TooLarge, EncryptedPdf, NoTextLayer,
-    DocumentUnreadable, UnsupportedContentType, ConverterFailed, DocumentGone."""
-    if run.skip:
-        return run
+def _source(run: DocumentRun, ports: IngestionPorts) -> tuple[Document, bytes, str] | None:
+    """The document, its bytes and content type; None when the run was superseded. Raises
+    DocumentGone, TooLarge."""
     doc = _current(run, ports)
     if doc is None:
-        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+        return None
     if not doc.source_key:
         raise DocumentGone(f"{doc.path} has no stored content; upload it again")
     info = ports.blobs.head(doc.source_key)
@@ -205,68 +202,40 @@ def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
         data = ports.blobs.get(doc.source_key)
     except NotFound as exc:
         raise DocumentGone(f"{doc.path} was deleted or moved during ingestion; upload it again") from exc
-    content_type = ct.resolve(doc.path, doc.content_type)
+    return doc, data, ct.resolve(doc.path, doc.content_type)
+
+
+def _open(run: DocumentRun, ports: IngestionPorts) -> tuple[Document, Iterator[Page]] | DocumentRun:
+    """The document and its pages (as they are read, see :func:`reading.extract_pages`), or the run's
+    next state when there is nothing to read now: skipped, superseded, or awaiting a converter's
+    callback (``awaiting_conversion``). Raises what :func:`_source` and ``extract_pages`` raise."""
+    if run.skip:
+        return run
+    source = _source(run, ports)
+    if source is None:
+        return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
+    doc, data, content_type = source
     rule = rule_for(ports.documents.list_rules(run.project_id), content_type)
     try:
-        pages = extract_pages(data, content_type, doc.path, ports, rule, document=doc, generation=run.generation)
+        return doc, extract_pages(data, content_type, doc.path, ports, rule, document=doc, generation=run.generation)
     except ConversionPending as pending:
         return run.model_copy(update={"awaiting_conversion": pending.wait})
-    # a file's text may hold NUL or broken surrogates (binary noise, a bad PDF text layer): chunks are text
-    pages = [Page(number=p.number, text=scrub_text(p.text)) for p in pages]
+
+
+def extract(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
+    """The object -> pages (one work object), or the converter's ``pending`` (``awaiting_conversion``).
+    Raises TooLarge, EncryptedPdf, NoTextLayer, DocumentUnreadable, UnsupportedContentType,
+    ConverterFailed, DocumentGone."""
+    opened = _open(run, ports)
+    if isinstance(opened, DocumentRun):
+        return opened
+    doc, read = opened
+    pages = list(read)
     key = work_prefix(doc.id, run.generation) + "pages.json"
     ports.blobs.put(key, json.dumps([p.model_dump() for p in pages], ensure_ascii=False).encode(),
                     content_type="application/json")
     ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=len(pages))
     return run.model_copy(update={"pages_key": key, "total_pages": len(pages)})
-
-
-def extract_pages(data: bytes, content_type: str, name: str, ports: IngestionPorts,
-                  rule: IngestionRule | None, *, document: Document | None = None, generation: int = 1) -> list[Page]:
-    """Native extractor first (unless the rule says ``skip``); the rule's converter when the
-    native one cannot read the file or the type has no native extractor. Raises ConversionPending
-    when the converter will deliver the pages later through its callback."""
-    native = ports.extractors.get(content_type)
-    if native is None and ct.is_textual(content_type):
-        native = ports.extractors.get(ct.TEXT)
-    if rule is not None and (native is None or rule.native_extraction == "skip"):
-        pages = _convert(data, content_type, name, ports, rule, document, generation)
-    elif native is None:
-        raise UnsupportedContentType(
-            f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, markdown); "
-            f"add an ingestion rule mapping {content_type} to a converter that returns pages of text"
-        )
-    else:
-        try:
-            pages = native.extract(data, name=name)
-        except (EncryptedPdf, NoTextLayer, DocumentUnreadable):
-            if rule is None:
-                raise
-            pages = _convert(data, content_type, name, ports, rule, document, generation)
-    if not any(p.text.strip() for p in pages):
-        raise NoTextLayer(f"{name} contains no text; upload a file with text, or add an ingestion rule "
-                          f"with a converter (e.g. OCR) for {content_type}")
-    return pages
-
-
-class ConversionPending(Exception):
-    """The converter answered ``pending``: the pages come through its callback."""
-
-    def __init__(self, wait: ConversionWait) -> None:
-        super().__init__(wait.converter_url)
-        self.wait = wait
-
-
-def _convert(data: bytes, content_type: str, name: str, ports: IngestionPorts, rule: IngestionRule,
-             document: Document | None, generation: int) -> list[Page]:
-    if document is None:
-        raise DocumentUnreadable(f"internal: converting {name} needs its document; re-ingest it")
-    result = convert(ConversionRequest(document=document, generation=generation, data=data,
-                                       content_type=content_type, rule=rule), ports)
-    if isinstance(result, Pending):
-        deadline = ports.callback_urls.deadline_seconds if ports.callback_urls else 1
-        raise ConversionPending(ConversionWait(converter_url=getattr(rule.converter, "url", rule.converter.type),
-                                               deadline_seconds=deadline))
-    return result
 
 
 # --- chunk ---
@@ -280,19 +249,62 @@ def chunk(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     if not run.pages_key:
         raise DocumentUnreadable("internal: the chunk step got no extracted pages; re-ingest the document")
     pages = [Page.model_validate(p) for p in json.loads(ports.blobs.get(run.pages_key))]
-    chunks = chunk_pages(pages, doc.chunk_settings)
-    if not chunks:
-        raise NoTextLayer(f"{doc.path} contains no text to index; upload a file with text")
+    batches, total = _write_batches(stream_chunks(pages, doc.chunk_settings), doc, run, ports)
+    return run.model_copy(update={"batches": batches, "total_chunks": total})
+
+
+def extract_and_chunk(run: DocumentRun, ports: IngestionPorts,
+                      emit: Callable[[ChunkBatchRef], None]) -> DocumentRun:
+    """Extract and Chunk in one pass, for a runner that overlaps them with EmbedBatches (the local
+    runner, :data:`memory_engine.domain.pipeline.STREAMED`): pages are chunked as they are parsed and
+    each batch object is handed to ``emit`` as soon as it is written, while later pages are parsed.
+    Returns what Chunk returns (no pages object is written), or what Extract returns when the
+    converter answers ``pending`` (no batches: the runner goes on with AwaitConversion and Chunk);
+    raises what Extract and Chunk raise.
+    Holds one page and one batch at a time (``page`` chunks); the joined strategies need the whole
+    text, as the two steps do."""
+    opened = _open(run, ports)
+    if isinstance(opened, DocumentRun):  # awaiting a converter: the run goes on through AwaitConversion
+        return opened
+    doc, read = opened
+    counted = _Counted(read)
+    batches, total = _write_batches(stream_chunks(counted, doc.chunk_settings), doc, run, ports, emit)
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=counted.count)
+    return run.model_copy(update={"total_pages": counted.count, "batches": batches, "total_chunks": total})
+
+
+class _Counted(Iterator[Page]):
+    def __init__(self, pages: Iterator[Page]) -> None:
+        self._pages, self.count = pages, 0
+
+    def __next__(self) -> Page:
+        page = next(self._pages)
+        self.count += 1
+        return page
+
+
+def _write_batches(chunks: Iterable[Chunk], doc: Document, run: DocumentRun, ports: IngestionPorts,
+                   emit: Callable[[ChunkBatchRef], None] | None = None) -> tuple[list[ChunkBatchRef], int]:
+    """Chunks -> batch objects of EMBED_BATCH_SIZE under the run's work prefix, each handed to
+    ``emit`` once written; the refs and the chunk count (also recorded as progress). Raises
+    NoTextLayer when there is no chunk."""
     batches: list[ChunkBatchRef] = []
     prefix = work_prefix(doc.id, run.generation)
-    for index, start in enumerate(range(0, len(chunks), EMBED_BATCH_SIZE)):
-        part = chunks[start:start + EMBED_BATCH_SIZE]
-        key = f"{prefix}batch-{index:05d}.json"
+    total = 0
+    pending = iter(chunks)
+    while part := list(itertools.islice(pending, EMBED_BATCH_SIZE)):
+        key = f"{prefix}batch-{len(batches):05d}.json"
         ports.blobs.put(key, json.dumps([ch.model_dump() for ch in part], ensure_ascii=False).encode(),
                         content_type="application/json")
-        batches.append(ChunkBatchRef(index=index, key=key, first_chunk_index=start, count=len(part)))
-    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=len(chunks))
-    return run.model_copy(update={"batches": batches, "total_chunks": len(chunks)})
+        ref = ChunkBatchRef(index=len(batches), key=key, first_chunk_index=total, count=len(part))
+        batches.append(ref)
+        total += len(part)
+        if emit is not None:
+            emit(ref)
+    if not total:
+        raise NoTextLayer(f"{doc.path} contains no text to index; upload a file with text")
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=total)
+    return batches, total
 
 
 # --- embed ---
