@@ -71,8 +71,10 @@ TEXTRACT_ACTIONS = ("textract:DetectDocumentText", "textract:StartDocumentTextDe
 
 STEP_ACCESS: dict[str, StepAccess] = {
     "register": StepAccess(Duration.seconds(60), 512, read=(PROJECTS,), heads_objects=True),
-    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS,), write=(WORK,), heads_objects=True,
-                          converts=True),
+    # reads _work/ and deletes there too: Textract reads the multi-page scan Extract stages under
+    # _work/ocr/ with Extract's own credentials, and Extract removes the copy when the job is done
+    "extract": StepAccess(Duration.minutes(5), 2048, read=(PROJECTS, WORK), write=(WORK,), delete=(WORK,),
+                          heads_objects=True, converts=True),
     "await_conversion": StepAccess(Duration.seconds(60), 512, resumes=True),
     "chunk": StepAccess(Duration.minutes(3), 1024, read=(WORK,), write=(WORK,)),
     "embed_batch": StepAccess(Duration.minutes(5), 1024, read=(WORK,), embeds=True),

@@ -436,6 +436,9 @@ def test_pipeline_steps_touch_only_their_s3_prefixes(synthesized: Synthesized) -
     assert prefixes("ingestion-register", "handler.register", "s3:GetObject") == {"/projects/*"}
     assert prefixes("ingestion-register", "handler.register", "s3:PutObject") == set()
     assert prefixes("ingestion-extract", "handler.extract", "s3:PutObject") == {"/_work/*"}
+    # Textract reads a multi-page scan staged under _work/ocr/ with Extract's credentials; Extract deletes it
+    assert prefixes("ingestion-extract", "handler.extract", "s3:GetObject") == {"/projects/*", "/_work/*"}
+    assert prefixes("ingestion-extract", "handler.extract", "s3:DeleteObject") == {"/_work/*"}
     assert prefixes("ingestion-embed-batch", "handler.embed_batch", "s3:GetObject") == {"/_work/*"}
     assert prefixes("search", "handler.lambda_handler", "s3:GetObject") == set()
     for _, (logical_id, _) in functions_by_handler(synthesized).items():
