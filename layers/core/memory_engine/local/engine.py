@@ -145,12 +145,9 @@ class LocalEngine:
             logger.info("resuming the interrupted ingestion of %s (%s)", doc.path, doc.id)
 
     def stop(self) -> None:
-        if self.gateway is not None:
-            self.gateway.stop()
-            self.gateway = None
-        if self.pool is not None:
-            self.pool.stop()
-            self.pool = None
+        """Stop what started, in reverse order; safe to call twice or after a failed start."""
+        self._release("gateway", "stop")
+        self._release("pool", "stop")
         while self.services:
             service = self.services.pop()
             try:
@@ -158,9 +155,12 @@ class LocalEngine:
             except Exception:
                 logger.exception("stopping %s failed", getattr(service, "name", service))
         set_container(None)
-        if self.container is not None:
-            self.container.close()
-            self.container = None
-        if self.database is not None:
-            self.database.stop()
-            self.database = None
+        self._release("container", "close")
+        self._release("database", "stop")
+
+    def _release(self, part: str, method: str) -> None:
+        """Call ``method`` on the attribute ``part`` when it is set, then unset it."""
+        held = getattr(self, part)
+        if held is not None:
+            getattr(held, method)()
+            setattr(self, part, None)
