@@ -43,23 +43,22 @@ def _clamp(value: float) -> float:
     return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
 
 
-def _normalizer(signal: Signal, list_scores: Sequence[float]) -> tuple[float, float]:
-    """``(low, span)`` mapping a raw score of ``signal`` into 0..1 (clamped): ``score / max`` over
-    the list, from the signal's theoretical floor 0 (BM25's, and cosine's for anything related to
-    the query at all), not from the list's minimum; span 0 means "all equal".
+def _scale(list_scores: Sequence[float]) -> float:
+    """What a raw score of a scored signal (cosine, BM25) is divided by to fall into 0..1 (clamped):
+    the list's best score, counted from the signal's theoretical floor 0 (BM25's, and cosine's for
+    anything related to the query at all), not from the list's minimum; 0 or less means "no row
+    is related".
 
     Why not min-max: the minimum is wherever the list happened to stop (its depth), so min-max
     stretches the gap between the first and the thirtieth row to the whole 0..1 whatever it was,
     and a vector list of near-equal cosines outweighs a keyword list with one clear winner. The
     theoretical minimum keeps each list's own spread (Bruch et al. 2023's "TMM": on par with or
-    better than min-max; here +0.016 R@10 on LoCoMo dev, docs/retrieval.md)."""
-    if not list_scores:
-        return 0.0, 0.0
-    return 0.0, max(list_scores)
+    better than min-max; here +0.011 R@10 on LoCoMo dev, docs/retrieval.md)."""
+    return max(list_scores, default=0.0)
 
 
-def _normalized(value: float, low: float, span: float) -> float:
-    return 1.0 if span <= 0 else _clamp((value - low) / span)
+def _normalized(value: float, scale: float) -> float:
+    return 1.0 if scale <= 0 else _clamp(value / scale)
 
 
 def _rank_score(rank: int, length: int) -> float:
@@ -76,13 +75,13 @@ def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]
         if weight == 0.0 or not keys:
             continue
         if signal in (Signal.VECTOR, Signal.KEYWORD):
-            low, span = _normalizer(signal, ranked.scores.get(name, []))
-            if span <= 0:
+            scale = _scale(ranked.scores.get(name, []))
+            if scale <= 0:
                 continue  # no row matched a word, or none is related to the query: nothing to add
             for key, cand in candidates.items():
                 raw = cand.similarity if signal is Signal.VECTOR else (cand.bm25 or None)
                 if key[0] == source and raw is not None:
-                    out[key] += weight * _normalized(raw, low, span)
+                    out[key] += weight * _normalized(raw, scale)
         else:  # rank-only lists: entity anchors, recency
             for rank, key in enumerate(keys, start=1):
                 if key in out:
@@ -149,9 +148,9 @@ def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[Resu
         weight = config.weight(signal)
         scores = ranked.scores.get(name)
         if scores:
-            low, span = _normalizer(signal, scores)
+            scale = _scale(scores)
             for key, value in zip(keys, scores, strict=True):
-                pre[key] = pre.get(key, 0.0) + weight * _normalized(value, low, span)
+                pre[key] = pre.get(key, 0.0) + weight * _normalized(value, scale)
         else:
             for rank, key in enumerate(keys, start=1):
                 pre[key] = pre.get(key, 0.0) + weight * _rank_score(rank, len(keys))
