@@ -10,15 +10,15 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memory_engine.domain.validation import (
     JsonObject,
     StoredJson,
     Text,
     Timestamp,
+    ValidityWindow,
     storable_datetime,
-    validity_window_problem,
 )
 from memory_engine.errors import InvalidInput, PayloadTooLarge
 
@@ -129,7 +129,7 @@ class EntryEntity(BaseModel):
     role: EntityRole
 
 
-class NewEntry(BaseModel):
+class NewEntry(ValidityWindow):
     """A fact to write through the funnel.
 
     Field validation (pydantic) rejects too many tags, confidence outside 0..1 and unknown
@@ -149,8 +149,6 @@ class NewEntry(BaseModel):
     object: ShortText | None = None
     entities: list[EntityRef] = Field(default_factory=list, max_length=MAX_ENTITIES)
     confidence: float = Field(1.0, ge=0.0, le=1.0)
-    valid_from: Timestamp | None = None
-    valid_to: Timestamp | None = None
     source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
     #: What surrounds the fact in its source, e.g. the turn before it: indexed for keyword search
     #: at half weight and embedded with the fact, never returned as its content. When it is None
@@ -173,13 +171,6 @@ class NewEntry(BaseModel):
     @classmethod
     def _none_entities(cls, value: Any) -> Any:
         return [] if value is None else value
-
-    @model_validator(mode="after")
-    def _validity_window(self) -> NewEntry:
-        problem = validity_window_problem(self.valid_from, self.valid_to)
-        if problem:
-            raise ValueError(problem)
-        return self
 
 
 def as_utc(value: datetime | None) -> datetime | None:

@@ -24,9 +24,9 @@ import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, model_validator
 
 #: The deepest a ``metadata`` object may nest (the object itself is level 1); deeper is 422.
 MAX_JSON_DEPTH = 32
@@ -248,3 +248,19 @@ JsonObject = Annotated[dict[str, Any], AfterValidator(storable_json_object)]
 Timestamp = Annotated[datetime, AfterValidator(storable_datetime)]
 #: Stored metadata as the API returns it: never fails to serialize (see :func:`readable_json`).
 StoredJson = Annotated[dict[str, Any], BeforeValidator(readable_json)]
+
+
+class ValidityWindow(BaseModel):
+    """A body carrying a fact's validity window (``NewEntry`` for POST, ``EntryReplacement`` for PUT):
+    ``valid_to`` before ``valid_from`` is rejected by the one rule above."""
+
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+
+    @model_validator(mode="after")
+    def _validity_window(self) -> Self:
+        problem = validity_window_problem(self.valid_from, self.valid_to)
+        if problem:
+            raise ValueError(problem)
+        return self
+

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from memory_engine.domain.entries import MemoryEntry
 from memory_engine.ports.embedder import Vector
 
 
@@ -65,30 +66,12 @@ class ImportedEntity:
 
 @dataclass(frozen=True)
 class ImportedEntry:
-    """An entry to restore under the new ``id``; ``links`` are ``(entity key, role)``."""
+    """An entry to restore as it was exported (history included): ``entry`` under its new id, its
+    ``superseded_by_entry_id`` left unset (:meth:`ImportRepository.link_superseded` re-points it once
+    every row exists); ``links`` are ``(entity key, role)``."""
 
-    id: str
-    content: str
-    source_type: str
-    tags: list[str]
-    metadata: dict[str, Any]
+    entry: MemoryEntry
     embedding: Vector | None
-    subject: str | None
-    predicate: str | None
-    object: str | None
-    confidence: float
-    source_quote: str | None
-    context: str | None
-    valid_from: datetime | None
-    valid_to: datetime | None
-    source_conversation_id: str | None
-    source_generation_id: str | None
-    source_event_id: str | None
-    invalidated_at: datetime | None
-    invalidation_reason: str | None
-    expires_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
     links: list[tuple[str, str]]
 
 

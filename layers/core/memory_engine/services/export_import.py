@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_engine.domain.entities import NewEntityLink, anchor_name, display_entity_name, embedding_text, normalize_entity_name
-from memory_engine.domain.entries import EntityRole, Memory, SourceType, Tags
+from memory_engine.domain.entries import EntityRole, EntryEntity, Memory, MemoryEntry, SourceType, Tags
 from memory_engine.domain.validation import JsonObject, Text, Timestamp
 from memory_engine.errors import InvalidInput, invalid_input
 from memory_engine.ports.embedder import Embedder, Vector
@@ -309,15 +309,11 @@ class _Writer:
             self.summary.entry_ids[r.id] = new_id
             if r.superseded_by_entry_id:
                 self._superseded.append((new_id, r.superseded_by_entry_id))
-            rows.append(ImportedEntry(
-                id=new_id, content=r.content, source_type=r.source_type, tags=r.tags,
-                metadata={**(r.metadata or {}), IMPORTED_FROM: {"id": r.id}}, embedding=vector, subject=r.subject,
-                predicate=r.predicate, object=r.object, confidence=r.confidence, source_quote=r.source_quote,
-                context=r.context, valid_from=r.valid_from, valid_to=r.valid_to,
-                source_conversation_id=r.source_conversation_id, source_generation_id=r.source_generation_id,
-                source_event_id=r.source_event_id, invalidated_at=r.invalidated_at,
-                invalidation_reason=r.invalidation_reason, expires_at=r.expires_at, created_at=r.created_at,
-                updated_at=r.updated_at, links=[(normalize_entity_name(x.name), x.role) for x in r.entities],
-            ))
+            entry = MemoryEntry(
+                **r.model_dump(exclude={"type", "id", "metadata", "entities", "embedding", "superseded_by_entry_id"}),
+                id=new_id, project_id=self._project, memory_id=self.summary.memory.id,
+                metadata={**(r.metadata or {}), IMPORTED_FROM: {"id": r.id}}, superseded_by_entry_id=None,
+                entities=[EntryEntity(name=x.name, type=x.type, role=x.role) for x in r.entities])
+            rows.append(ImportedEntry(entry, vector, [(normalize_entity_name(x.name), x.role) for x in r.entities]))
         self._importer.insert_entries(self._project, self.summary.memory.id, rows)
         self.summary.entries += len(rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory_engine.domain.cursor import DEFAULT_LIMIT, check_limit, decode_cursor
 from memory_engine.domain.entities import entity_links
@@ -27,7 +27,7 @@ from memory_engine.domain.entries import (
     check_metadata,
 )
 from memory_engine.domain.globs import tag_filter
-from memory_engine.domain.validation import JsonObject, Text, Timestamp, validity_window_problem
+from memory_engine.domain.validation import JsonObject, Text, Timestamp, ValidityWindow, validity_window_problem
 from memory_engine.errors import InvalidInput
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
@@ -101,7 +101,7 @@ def list_entries(
     )
 
 
-class EntryReplacement(BaseModel):
+class EntryReplacement(ValidityWindow):
     """Body of ``PUT /v1/memory-entries/{id}``: the fields sent replace the stored ones outright
     (``tags: null`` or ``[]`` clears tags, ``metadata: null`` clears metadata). Changing
     ``content`` or ``entities`` re-embeds the entry. Provenance fields cannot be changed."""
@@ -116,17 +116,8 @@ class EntryReplacement(BaseModel):
     object: ShortText | None = None
     entities: list[EntityRef] | None = Field(None, max_length=20)
     confidence: float | None = Field(None, ge=0.0, le=1.0)
-    valid_from: Timestamp | None = None
-    valid_to: Timestamp | None = None
     source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
     expires_at: Timestamp | None = None
-
-    @model_validator(mode="after")
-    def _validity_window(self) -> EntryReplacement:
-        problem = validity_window_problem(self.valid_from, self.valid_to)
-        if problem:
-            raise ValueError(problem)
-        return self
 
 
 def replace_entry(

@@ -5,6 +5,7 @@ import restores a memory, it does not re-decide it (the funnel would skip histor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
@@ -37,12 +38,9 @@ class PostgresImporter:
                 " source_conversation_id, source_generation_id, source_event_id, invalidated_at, invalidation_reason,"
                 " expires_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s,"
                 " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(e.id, project_id, memory_id, e.content, e.source_type, e.tags, Jsonb(e.metadata), vector_text(e.embedding),
-                  e.subject, e.predicate, e.object, e.confidence, e.source_quote, e.context, e.valid_from, e.valid_to,
-                  e.source_conversation_id, e.source_generation_id, e.source_event_id, e.invalidated_at,
-                  e.invalidation_reason, e.expires_at, e.created_at, e.updated_at) for e in entries],
+                [_entry_row(project_id, memory_id, i) for i in entries],
             )
-            links = [(e.id, project_id, key, role) for e in entries for key, role in e.links]
+            links = [(i.entry.id, project_id, key, role) for i in entries for key, role in i.links]
             if links:
                 cur.executemany(
                     "INSERT INTO entry_entities (entry_id, entity_id, role)"
@@ -76,3 +74,11 @@ class PostgresImporter:
                      ep.occurred_at, ep.transcript, Jsonb(ep.messages), vector_text(ep.embedding), ep.created_at),
                 ).rowcount
         return stored
+
+
+def _entry_row(project_id: str, memory_id: str, item: ImportedEntry) -> tuple[Any, ...]:
+    e = item.entry
+    return (e.id, project_id, memory_id, e.content, e.source_type, e.tags, Jsonb(e.metadata), vector_text(item.embedding),
+            e.subject, e.predicate, e.object, e.confidence, e.source_quote, e.context, e.valid_from, e.valid_to,
+            e.source_conversation_id, e.source_generation_id, e.source_event_id, e.invalidated_at,
+            e.invalidation_reason, e.expires_at, e.created_at, e.updated_at)
