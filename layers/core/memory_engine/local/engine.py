@@ -21,8 +21,9 @@ from memory_engine.domain.auth import Scope
 from memory_engine.local.background import BackgroundService, background_services
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.http_gateway import LocalGateway
+from memory_engine.local.ingestion_process import IngestionProcess
 from memory_engine.local.priority import ForegroundGate, GatedEmbedder, lower_backend_priority
-from memory_engine.local.workers import WorkerPool, default_workers
+from memory_engine.local.workers import ForwardingPipelineStarter, WorkerPool, default_workers
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import EmbeddingProvider, Settings
 
@@ -76,6 +77,8 @@ class LocalEngine:
     container: LocalContainer | None = None
     gateway: LocalGateway | None = None
     pool: WorkerPool | None = None
+    #: The ingestion runner's own process (with worker processes and the local runner).
+    ingestion: IngestionProcess | None = None
     services: list[BackgroundService] = field(default_factory=list)
     admin_key: str | None = None
 
@@ -88,12 +91,18 @@ class LocalEngine:
             settings = self.settings.model_copy(update={"database_url": self.database.url})
             workers = default_workers() if self.workers is None else self.workers
             overrides: dict[str, Any] = {}
-            if workers > 0 and self.database.embedded is not None:
+            wait_s = settings.foreground_wait_ms / 1000
+            gate = ForegroundGate(max_wait_s=wait_s) if workers > 0 and wait_s > 0 else None
+            embedded = self.database.embedded is not None
+            if workers > 0 and gate is None and not settings.state_machine_arn:
+                # Ingestion runs in a process of its own, so its threads never hold the GIL this
+                # process's request threads wait for (local/ingestion_process.py).
+                self.ingestion = IngestionProcess(settings, lower_backends=embedded)
+                overrides["pipeline_starter"] = ForwardingPipelineStarter(self.ingestion.starts)
+            elif workers > 0 and embedded:
                 # Worker processes serve the API; this process's own connections do background work
                 # (ingestion, extraction, the drop folder), so their backends yield the cores to searches.
                 overrides["database"] = Database(self.database.url, on_connect=lower_backend_priority)
-            wait_s = settings.foreground_wait_ms / 1000
-            gate = ForegroundGate(max_wait_s=wait_s) if workers > 0 and wait_s > 0 else None
             if gate is not None and settings.embedding_provider is EmbeddingProvider.LOCAL:
                 # the local model's ingestion calls wait for a quiet moment while requests are served
                 overrides["ingestion_embedder"] = GatedEmbedder(OnnxMiniLMEmbedder(threads=1, query_cache_size=0), gate)
@@ -104,23 +113,31 @@ class LocalEngine:
             self._ensure_default_project()
             set_container(self.container)
             embedder.embed_query("warm up")
+            if self.ingestion is not None:
+                self.ingestion.start(wait=False)  # it resumes interrupted runs itself; ready below
             for service in background_services(self.container):
                 service.start()
                 self.services.append(service)
-            self._resume_interrupted_ingestion()
+            if self.ingestion is None:
+                self._resume_interrupted_ingestion()
             if workers > 0:
                 # This process now runs the HTTP front door beside the ingestion threads. A request's
                 # front thread needs the GIL a few times; Python hands it over every 5 ms by default,
                 # which a draining corpus turned into most of a health check's latency.
                 sys.setswitchinterval(FRONT_DOOR_SWITCH_INTERVAL_S)
-                self.pool = WorkerPool(settings, workers)
+                self.pool = WorkerPool(settings, workers, starts=self.ingestion.starts if self.ingestion else None)
                 self.pool.start()
-                starter = self.container.pipeline_starter
-                self.pool.relay_pipeline_starts(lambda payload, run_id: starter.start(payload, name=run_id))
+                if self.ingestion is None:
+                    starter = self.container.pipeline_starter
+                    self.pool.relay_pipeline_starts(lambda payload, run_id: starter.start(payload, name=run_id))
+            if self.ingestion is not None:
+                self.ingestion.wait_ready()
             self.gateway = LocalGateway(self.host, self.port, pool=self.pool, gate=gate)
             self.gateway.start()
             if not settings.public_url:  # converter callback and download URLs point at this engine
                 self.container.callback_urls.base_url = self.gateway.base_url
+                if self.ingestion is not None:
+                    self.ingestion.set_public_url(self.gateway.base_url)
             return self.gateway.base_url
         except BaseException:
             self.stop()
@@ -148,6 +165,7 @@ class LocalEngine:
         """Stop what started, in reverse order; safe to call twice or after a failed start."""
         self._release("gateway", "stop")
         self._release("pool", "stop")
+        self._release("ingestion", "stop")
         while self.services:
             service = self.services.pop()
             try:

@@ -308,8 +308,10 @@ class LocalPipelineStarter:
         with self._lock:
             self._counter += 1
             run_id = name or f"local-run-{self._counter}"
-            if name is not None and name in self._runs and not self._runs[name].done():
-                return run_id  # like StartExecution with the same name: one run
+            if name is not None and name in self._runs:
+                # like StartExecution with a name already used: one run (a start queued before the
+                # ingestion process restarted and resumed it is not run a second time)
+                return run_id
             self._runs.pop(run_id, None)
             self._runs[run_id] = self._pool.submit(self._safe_run, payload)
             self._forget_old()

@@ -8,10 +8,10 @@ The gateway hands each request to a free worker; requests wait for one when all 
 Workers are *spawned*, never forked: the parent runs threads (the HTTP front, the background
 services, a psycopg pool) and onnxruntime, none of which survive a fork safely.
 
-What stays in the parent (single owner, as before): the drop-folder watcher, the event queue and
-the ingestion runner. A worker that starts an ingestion run (``POST /v1/documents``) forwards the
-start to the parent through a queue (:class:`ForwardingPipelineStarter`); ``wait: true`` polls the
-database, so it works from any process.
+What stays in the parent (single owner, as before): the drop-folder watcher and the event queue.
+The ingestion runner has a process of its own (``local/ingestion_process.py``); a worker that
+starts an ingestion run (``POST /v1/documents``) forwards the start to it through a queue
+(:class:`ForwardingPipelineStarter`); ``wait: true`` polls the database, so it works from any process.
 
 Memory: a large request (e.g. ``/v1/embeddings`` at its limit) grows the worker's heap. The local
 embedder runs onnxruntime without its CPU arena (which keeps grown buffers forever) and the worker
@@ -69,7 +69,8 @@ def error_response(status: int, code: str, message: str) -> dict[str, Any]:
 
 
 class ForwardingPipelineStarter:
-    """PipelineStarter of a worker: hands the start to the parent's ingestion runner."""
+    """PipelineStarter of a process that does not run ingestion: hands the start to the process
+    that does (the ingestion process, or the parent), through a multiprocessing queue."""
 
     def __init__(self, starts: Any) -> None:
         self._starts = starts
@@ -80,7 +81,7 @@ class ForwardingPipelineStarter:
         return run_id
 
     def shutdown(self) -> None:
-        """Nothing runs here (the parent owns the runs)."""
+        """Nothing runs here (the receiving process owns the runs)."""
 
 
 def _rss_bytes() -> int:
@@ -178,6 +179,7 @@ class WorkerPool:
         queue_timeout: float = 120.0,
         max_rss_bytes: int = 1024 * 1024 * 1024,
         start_timeout: float = 180.0,
+        starts: Any = None,
     ) -> None:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
@@ -188,7 +190,10 @@ class WorkerPool:
         self.max_rss_bytes = max_rss_bytes
         self.start_timeout = start_timeout
         self._ctx = multiprocessing.get_context("spawn")
-        self.starts: Any = self._ctx.Queue()
+        #: Where workers send the ingestion runs they start: ``starts`` (the ingestion process's
+        #: queue) or a queue of this pool's own, relayed by :meth:`relay_pipeline_starts`.
+        self.starts: Any = starts if starts is not None else self._ctx.Queue()
+        self._relaying = False
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: set[_Worker] = set()
         self._lock = threading.Lock()
@@ -269,7 +274,8 @@ class WorkerPool:
                 worker.conn.send(None)
         for worker in workers:
             self._kill(worker, grace=5.0)
-        self.starts.put(None)  # ends the parent's relay loop
+        if self._relaying:
+            self.starts.put(None)  # ends the parent's relay loop
 
     # --- serving ---
     @property
@@ -319,6 +325,7 @@ class WorkerPool:
                 except Exception:
                     logger.exception("could not start ingestion run %s", run_id)
 
+        self._relaying = True
         thread = threading.Thread(target=loop, name="pipeline-relay", daemon=True)
         thread.start()
         return thread
