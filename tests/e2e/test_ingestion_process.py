@@ -21,7 +21,7 @@ from memory_engine.settings import Settings
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[LocalEngine]:
-    settings = Settings(MEMORY_ENGINE_HOME=str(tmp_path / "home"))  # type: ignore[call-arg]
+    settings = Settings(MEMORY_ENGINE_HOME=str(tmp_path / "home"))
     engine = LocalEngine(settings, port=0, workers=2)
     engine.start()
     yield engine
