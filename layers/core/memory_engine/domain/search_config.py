@@ -61,8 +61,11 @@ class SearchConfig(BaseModel):
     #: Anchor entities by similarity: the top ``entity_top_k`` with cosine >= ``entity_min_similarity``.
     entity_top_k: int = Field(3, ge=0)
     entity_min_similarity: float = Field(0.75, ge=-1.0, le=1.0)
-    #: HNSW candidate list size (pgvector ``hnsw.ef_search``); iterative scans extend it for filters.
-    ef_search: int = Field(100, ge=1, le=1000)
+    #: HNSW candidate list size (pgvector ``hnsw.ef_search``; raised to the signal's depth when that
+    #: is larger); iterative scans extend it for filters. pgvector's default 40: 100 cost 2.5-3 ms more
+    #: per HNSW scan at 100k rows (two scans a search, plus the entity one) and changed no evaluation
+    #: figure (docs/retrieval.md, "Latency").
+    ef_search: int = Field(40, ge=1, le=1000)
 
     def depth(self, limit: int) -> int:
         """How many candidates each signal contributes for a result page of ``limit``."""

@@ -279,7 +279,7 @@ class SignalQuery:
     entity_names: tuple[str, ...] = ()
     entity_top_k: int = 3
     entity_min_similarity: float = 0.75
-    ef_search: int = 100
+    ef_search: int = 40
     #: ``websearch_to_tsquery`` with its own AND semantics when the caller used its syntax
     #: (quotes, ``or``, ``-term``); otherwise its terms are ORed so a question still matches.
     keyword_strict: bool = False
