@@ -100,7 +100,7 @@ class EntryRepository(Protocol):
 
     def one_transaction(
         self, project_id: str, memory_ids: Sequence[str]
-    ) -> contextlib.AbstractContextManager[EntryRepository]:
+    ) -> contextlib.AbstractContextManager[EntryBatchTransaction]:
         """A view of this repository whose write sessions share one transaction (each is a
         savepoint), committed when the block ends: a batch of writes pays one commit (one disk
         flush) instead of one per fact, and each write sees the ones before it. The write locks of
@@ -146,4 +146,59 @@ class EmbeddingRepairRepository(Protocol):
         ...
     def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
         """Sets the vectors of rows still missing one; returns how many were set."""
+        ...
+
+
+@dataclass(frozen=True)
+class ShortlistRequest:
+    """One new fact's shortlist query in :meth:`EntryBatchTransaction.shortlists`."""
+
+    memory_id: str
+    embedding: Vector
+    content: str
+
+
+@dataclass(frozen=True)
+class EntryInsert:
+    """One new entry in :meth:`EntryBatchTransaction.write_in_order` (as ``EntryWriteSession.insert``,
+    with the id chosen by the caller, so a later step can read it)."""
+
+    memory_id: str
+    entry: NewEntry
+    content: str
+    embedding: Vector | None
+    links: Sequence[NewEntityLink]
+    entity_vectors: EntityVectors
+    context: str | None
+    entry_id: str
+
+
+@dataclass(frozen=True)
+class EntryRead:
+    """A live entry read at its place in :meth:`EntryBatchTransaction.write_in_order`."""
+
+    memory_id: str
+    entry_id: str
+
+
+class EntryBatchTransaction(EntryRepository, Protocol):
+    """What ``EntryRepository.one_transaction`` yields: the repository on the batch's transaction,
+    plus the set-based steps a batch of manual writes is made of (each statement the same as the
+    write funnel's, sent together: one round trip for many facts)."""
+
+    def writable(self, memory_id: str) -> bool:
+        """The memory is in the project and its write lock is held by this transaction."""
+        ...
+
+    def shortlists(
+        self, requests: Sequence[ShortlistRequest], k: int
+    ) -> tuple[list[list[Candidate]], dict[tuple[int, int], float]]:
+        """Each request's shortlist, as ``EntryWriteSession.shortlist`` answers it now (the
+        requests do not see each other), and the cosine similarity of each pair ``(i, j)``,
+        ``i < j``, of requests to the same memory, computed as the shortlist computes it."""
+        ...
+
+    def write_in_order(self, steps: Sequence[EntryInsert | EntryRead]) -> list[MemoryEntry | None]:
+        """The steps in order (each sees the ones before it): an insert answers the new entry, a
+        read the live entry (None when it is not live)."""
         ...

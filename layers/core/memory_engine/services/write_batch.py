@@ -25,12 +25,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memory_engine.domain.entities import entity_links, fact_texts
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_text
 from memory_engine.domain.validation import Text
-from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, WriteAction
+from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, SHORTLIST_SIZE, Decision, WriteAction, decide
 from memory_engine.errors import EmbeddingError, MemoryEngineError, invalid_input
+from memory_engine.ids import ENTRY, new_id
 from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder, EmbeddingKind, Vector
-from memory_engine.ports.entries import EntryRepository
-from memory_engine.services.write_entry import write_entry
+from memory_engine.ports.entries import (
+    EntryBatchTransaction,
+    EntryInsert,
+    EntryRead,
+    EntryRepository,
+    ShortlistRequest,
+)
+from memory_engine.services.write_entry import PreparedFact, prepare_fact, valid_threshold, write_entry
 
 logger = logging.getLogger(__name__)
 
@@ -173,39 +180,125 @@ def write_entries(
         threshold = body.duplicate_threshold if body.duplicate_threshold is not None else duplicate_threshold
         valid.append(_Valid(index, NewEntry.model_validate(body.model_dump(exclude={"duplicate_threshold"})), threshold))
 
-    prefetched = _prefetch(repo, embedder, project_id, valid)
+    prefetched, slice_ends = _prefetch(repo, embedder, project_id, valid)
     # one transaction (one commit) for the whole batch: measured, the commit's disk flush is most
     # of a single write's time on the local engine (bench/write_funnel.py --batch)
     with contextlib.ExitStack() as stack:
         stack.callback(prefetched.cancel)
         batch = stack.enter_context(repo.one_transaction(project_id, [item.entry.memory_id for item in valid]))
-        for item in valid:
+        pending: list[_Fast] = []
+        for position, item in enumerate(valid):
             try:
-                result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
-                                     duplicate_threshold=item.threshold, agent=None)
+                if _needs_funnel(batch, item.entry):
+                    _write_together(batch, pending, results)
+                    result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
+                                         duplicate_threshold=item.threshold, agent=None)
+                    results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+                else:
+                    valid_threshold(item.threshold)
+                    # the caller's context, as the funnel takes it (a turn, which reads its own, is not here)
+                    context = (item.entry.context.strip() or None) if item.entry.context is not None else None
+                    fact = prepare_fact(prefetched, item.entry, context)
+                    if fact.embedding is None:  # the funnel's no-vector path: an exact-content lookup
+                        _write_together(batch, pending, results)
+                        result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
+                                             duplicate_threshold=item.threshold, agent=None)
+                        results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+                    else:
+                        pending.append(_Fast(item, fact, fact.embedding))
             except MemoryEngineError as error:
                 if error.status >= 500:
                     raise
                 results[item.index] = _rejected(item.index, error)
-                continue
-            action: WriteAction = result.action
-            results[item.index] = EntryBatchItem(index=item.index, action=action, entry=result.entry)
+            if position + 1 in slice_ends:  # this slice's vectors are in: write its facts
+                _write_together(batch, pending, results)
+        _write_together(batch, pending, results)
     if prefetched.misses:
         logger.info("batch write: %d item(s) embedded outside the batched call", prefetched.misses)
     return [results[i] for i in range(len(items))]
+
+
+@dataclass(frozen=True)
+class _Fast:
+    """An item the batch writes set-based: a vector, no conversation chaining, no own expiry."""
+
+    item: _Valid
+    fact: PreparedFact
+    embedding: Vector
+
+
+def _needs_funnel(batch: EntryBatchTransaction, entry: NewEntry) -> bool:
+    """Items written one at a time through :func:`write_entry`: a turn of a conversation (its
+    context is read from, and appended to, the turn before it), an entry with its own
+    ``expires_at`` (it may be expired already, so not a candidate for the facts after it) and one
+    naming a memory the batch may not write (the funnel's own 404)."""
+    turn = entry.context is None and entry.source_conversation_id is not None and entry.source_type != "extraction"
+    return turn or entry.expires_at is not None or not batch.writable(entry.memory_id)
+
+
+def _write_together(batch: EntryBatchTransaction, pending: list[_Fast], results: dict[int, EntryBatchItem]) -> None:
+    """The pending facts decided and written as the funnel would, one after the other, in two
+    round trips: (1) each fact's shortlist against what is stored now (the funnel's own query),
+    with the similarity between the pending facts; (2) in order, the insert of each fact created
+    and, for each fact skipped, a read of the entry it duplicates at its place (what a single
+    write would have returned then). A fact's best candidate is the best of its stored shortlist
+    and of the pending facts before it that were created, ranked as the funnel's shortlist ranks
+    them: by similarity, the exact content match (the oldest, so a stored one before a pending
+    one) first among equals."""
+    if not pending:
+        return
+    facts = list(pending)
+    pending.clear()
+    stored, pairs = batch.shortlists(
+        [ShortlistRequest(f.item.entry.memory_id, f.embedding, f.fact.content) for f in facts], SHORTLIST_SIZE)
+    ids_ = [new_id(ENTRY) for _ in facts]
+    steps: list[EntryInsert | EntryRead] = []
+    created: list[int] = []
+    actions: list[WriteAction] = []
+    for j, fact in enumerate(facts):
+        memory_id, content = fact.item.entry.memory_id, fact.fact.content
+        best = stored[j][0] if stored[j] else None
+        similarity = best.similarity if best is not None else None
+        best_id = best.entry.id if best is not None else None
+        if not (best is not None and best.similarity == 1.0 and best.entry.content == content):
+            same = [i for i in created if facts[i].item.entry.memory_id == memory_id and facts[i].fact.content == content]
+            if same:
+                similarity, best_id = 1.0, ids_[same[0]]
+            else:
+                for i in created:
+                    pair = pairs.get((i, j))
+                    if pair is not None and (similarity is None or pair > similarity):
+                        similarity, best_id = pair, ids_[i]
+        if decide(similarity, duplicate_threshold=fact.item.threshold, agent=False) is Decision.SKIP:
+            assert best_id is not None
+            actions.append("skipped")
+            steps.append(EntryRead(memory_id, best_id))
+        else:
+            actions.append("created")
+            created.append(j)
+            steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
+                                     links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
+                                     context=fact.fact.context, entry_id=ids_[j]))
+    entries = batch.write_in_order(steps)
+    for fact, action, entry in zip(facts, actions, entries, strict=True):
+        assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates
+        results[fact.item.index] = EntryBatchItem(index=fact.item.index, action=action, entry=entry)
 
 
 def _rejected(index: int, error: MemoryEngineError) -> EntryBatchItem:
     return EntryBatchItem(index=index, action="rejected", error=error.to_body()["error"])
 
 
-def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid: Sequence[_Valid]) -> PrefetchedEmbedder:
+def _prefetch(
+    repo: EntryRepository, embedder: Embedder, project_id: str, valid: Sequence[_Valid]
+) -> tuple[PrefetchedEmbedder, set[int]]:
     """The texts the funnel will embed for each item, embedded ahead in a few batched calls. A
     conversation's turn is embedded with the turn before it as context (see ``write_entry``): the
     batch's own previous item of that conversation, else the memory's latest live entry of it."""
     per_item: list[list[str]] = []
+    positions: list[int] = []  # the place in ``valid`` of each item of ``per_item``
     last_turn: dict[tuple[str, str], str] = {}
-    for item in valid:
+    for position, item in enumerate(valid):
         entry = item.entry
         try:
             content = check_content(entry.content)
@@ -227,9 +320,11 @@ def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid:
                 context = previous[1] if previous else None
             last_turn[key] = turn_text(entry.subject, content)
         per_item.append(fact_texts(content, links, context=context))
+        positions.append(position)
     # slices of items in input order: the first is small so writing starts early, the rest large
     # enough for the model to batch well (texts a slice repeats from an earlier one are not redone)
     slices: list[list[str]] = []
+    ends: set[int] = set()  # how many items of ``valid`` are covered once a slice is embedded
     seen: set[str] = set()
     bounds = [0, _FIRST_SLICE, *range(_FIRST_SLICE + _SLICE, len(per_item), _SLICE), len(per_item)]
     for lo, hi in itertools.pairwise(bounds):
@@ -238,7 +333,9 @@ def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid:
         seen.update(texts)
         if texts:
             slices.append(texts)
-    return PrefetchedEmbedder(embedder, slices)
+        if min(hi, len(per_item)) > lo:
+            ends.add(positions[min(hi, len(per_item)) - 1] + 1)
+    return PrefetchedEmbedder(embedder, slices), ends
 
 
 def delete_entries(repo: EntryRepository, project_id: str, entry_ids: Sequence[str]) -> list[DeletedItem]:
