@@ -177,6 +177,9 @@ def _tricky_items(m1: str, m2: str) -> list[dict[str, Any]]:
         {"memory_id": m1, "content": "Bob's favourite colour is blue.", "subject": "Bob"},
         {"memory_id": m1, "content": "Bob's favourite colour is green.", "subject": "Bob", "duplicate_threshold": 0.85},
         {"memory_id": m1, "content": "Alice moved to Lisbon in 2021.", "duplicate_threshold": 1.0},
+        {"memory_id": m2, "content": "Alice moved to Lisbon in 2021!", "duplicate_threshold": 0.9},  # item 4, 2 slices on
+        {"memory_id": m2, "content": "Alice moved to Lisbon in 2021."},
+        {"memory_id": m2, "content": "Carol plays the cello in an orchestra.", "duplicate_threshold": 0.7},
     ]
 
 

@@ -151,11 +151,24 @@ class EmbeddingRepairRepository(Protocol):
 
 @dataclass(frozen=True)
 class ShortlistRequest:
-    """One new fact's shortlist query in :meth:`EntryBatchTransaction.shortlists`."""
+    """One new fact in :meth:`EntryBatchTransaction.shortlists`; ``stored``: run its shortlist
+    query (False when its memory held no live entry as the batch began: nothing to find)."""
 
     memory_id: str
     embedding: Vector
     content: str
+    stored: bool = True
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """What :meth:`EntryBatchTransaction.shortlists` answers: each request's shortlist (empty when
+    not run), the similarity of each pair ``(i, j)``, ``i < j``, of requests to the same memory,
+    and of each ``(written entry id, j)`` of the same memory."""
+
+    candidates: list[list[Candidate]]
+    among: dict[tuple[int, int], float]
+    to_written: dict[tuple[str, int], float]
 
 
 @dataclass(frozen=True)
@@ -190,12 +203,15 @@ class EntryBatchTransaction(EntryRepository, Protocol):
         """The memory is in the project and its write lock is held by this transaction."""
         ...
 
-    def shortlists(
-        self, requests: Sequence[ShortlistRequest], k: int
-    ) -> tuple[list[list[Candidate]], dict[tuple[int, int], float]]:
+    def held_entries(self, memory_id: str) -> bool:
+        """The memory held a live entry when the transaction began (took its lock)."""
+        ...
+
+    def shortlists(self, requests: Sequence[ShortlistRequest], k: int, *, written: Sequence[str] = ()) -> Comparisons:
         """Each request's shortlist, as ``EntryWriteSession.shortlist`` answers it now (the
-        requests do not see each other), and the cosine similarity of each pair ``(i, j)``,
-        ``i < j``, of requests to the same memory, computed as the shortlist computes it."""
+        requests do not see each other), and the cosine similarity of each request to the requests
+        before it and to the entries ``written`` of its memory, computed as the shortlist computes
+        it (one round trip)."""
         ...
 
     def write_in_order(self, steps: Sequence[EntryInsert | EntryRead]) -> list[MemoryEntry | None]:

@@ -186,11 +186,11 @@ def write_entries(
     with contextlib.ExitStack() as stack:
         stack.callback(prefetched.cancel)
         batch = stack.enter_context(repo.one_transaction(project_id, [item.entry.memory_id for item in valid]))
-        pending: list[_Fast] = []
+        together = _Together(batch, results)
         for position, item in enumerate(valid):
             try:
                 if _needs_funnel(batch, item.entry):
-                    _write_together(batch, pending, results)
+                    together.write()
                     result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
                                          duplicate_threshold=item.threshold, agent=None)
                     results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
@@ -200,19 +200,19 @@ def write_entries(
                     context = (item.entry.context.strip() or None) if item.entry.context is not None else None
                     fact = prepare_fact(prefetched, item.entry, context)
                     if fact.embedding is None:  # the funnel's no-vector path: an exact-content lookup
-                        _write_together(batch, pending, results)
+                        together.write()
                         result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
                                              duplicate_threshold=item.threshold, agent=None)
                         results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
                     else:
-                        pending.append(_Fast(item, fact, fact.embedding))
+                        together.pending.append(_Fast(item, fact, fact.embedding))
             except MemoryEngineError as error:
                 if error.status >= 500:
                     raise
                 results[item.index] = _rejected(item.index, error)
             if position + 1 in slice_ends:  # this slice's vectors are in: write its facts
-                _write_together(batch, pending, results)
-        _write_together(batch, pending, results)
+                together.write()
+        together.write()
     if prefetched.misses:
         logger.info("batch write: %d item(s) embedded outside the batched call", prefetched.misses)
     return [results[i] for i in range(len(items))]
@@ -236,53 +236,71 @@ def _needs_funnel(batch: EntryBatchTransaction, entry: NewEntry) -> bool:
     return turn or entry.expires_at is not None or not batch.writable(entry.memory_id)
 
 
-def _write_together(batch: EntryBatchTransaction, pending: list[_Fast], results: dict[int, EntryBatchItem]) -> None:
-    """The pending facts decided and written as the funnel would, one after the other, in two
-    round trips: (1) each fact's shortlist against what is stored now (the funnel's own query),
-    with the similarity between the pending facts; (2) in order, the insert of each fact created
-    and, for each fact skipped, a read of the entry it duplicates at its place (what a single
-    write would have returned then). A fact's best candidate is the best of its stored shortlist
-    and of the pending facts before it that were created, ranked as the funnel's shortlist ranks
-    them: by similarity, the exact content match (the oldest, so a stored one before a pending
-    one) first among equals."""
-    if not pending:
-        return
-    facts = list(pending)
-    pending.clear()
-    stored, pairs = batch.shortlists(
-        [ShortlistRequest(f.item.entry.memory_id, f.embedding, f.fact.content) for f in facts], SHORTLIST_SIZE)
-    ids_ = [new_id(ENTRY) for _ in facts]
-    steps: list[EntryInsert | EntryRead] = []
-    created: list[int] = []
-    actions: list[WriteAction] = []
-    for j, fact in enumerate(facts):
-        memory_id, content = fact.item.entry.memory_id, fact.fact.content
-        best = stored[j][0] if stored[j] else None
-        similarity = best.similarity if best is not None else None
-        best_id = best.entry.id if best is not None else None
-        if not (best is not None and best.similarity == 1.0 and best.entry.content == content):
-            same = [i for i in created if facts[i].item.entry.memory_id == memory_id and facts[i].fact.content == content]
-            if same:
-                similarity, best_id = 1.0, ids_[same[0]]
+class _Together:
+    """Writes the batch's plain facts (see :func:`_needs_funnel`) a slice at a time, deciding each
+    as the funnel would, one after the other, in two round trips a slice: (1) the shortlist of
+    each fact whose memory held live entries when the batch began (the funnel's own query, which
+    sees everything written so far) and the similarity of each fact to the facts of its memory
+    created before it in this batch, with the shortlist's own operator; (2) in order, the insert of
+    each fact created and, for each fact skipped, a read of the entry it duplicates at its place
+    (what a single write would have answered then). A fact's best candidate is ranked as the
+    funnel's shortlist ranks it: by similarity, the oldest exact content match first among equals
+    (a stored one before the batch's own)."""
+
+    def __init__(self, batch: EntryBatchTransaction, results: dict[int, EntryBatchItem]) -> None:
+        self._batch = batch
+        self._results = results
+        self.pending: list[_Fast] = []
+        self._written: list[str] = []  # ids of the facts created so far, in order
+        self._memory_of: dict[str, str] = {}
+        self._first_with: dict[tuple[str, str], str] = {}  # (memory, content) -> the first created
+
+    def write(self) -> None:
+        if not self.pending:
+            return
+        facts, self.pending = self.pending, []
+        batch = self._batch
+        compared = batch.shortlists(
+            [ShortlistRequest(f.item.entry.memory_id, f.embedding, f.fact.content,
+                              stored=batch.held_entries(f.item.entry.memory_id)) for f in facts],
+            SHORTLIST_SIZE, written=self._written)
+        ids_ = [new_id(ENTRY) for _ in facts]
+        steps: list[EntryInsert | EntryRead] = []
+        actions: list[WriteAction] = []
+        created: list[int] = []
+        for j, fact in enumerate(facts):
+            memory_id, content = fact.item.entry.memory_id, fact.fact.content
+            stored = compared.candidates[j][0] if compared.candidates[j] else None
+            similarity = stored.similarity if stored is not None else None
+            best_id = stored.entry.id if stored is not None else None
+            if not (stored is not None and stored.similarity == 1.0 and stored.entry.content == content):
+                same = self._first_with.get((memory_id, content))
+                if same is not None:
+                    similarity, best_id = 1.0, same
+                else:
+                    for earlier in self._written:
+                        pair = compared.to_written.get((earlier, j))
+                        if pair is not None and (similarity is None or pair > similarity):
+                            similarity, best_id = pair, earlier
+                    for i in created:
+                        pair = compared.among.get((i, j))
+                        if pair is not None and (similarity is None or pair > similarity):
+                            similarity, best_id = pair, ids_[i]
+            if decide(similarity, duplicate_threshold=fact.item.threshold, agent=False) is Decision.SKIP:
+                assert best_id is not None
+                actions.append("skipped")
+                steps.append(EntryRead(memory_id, best_id))
             else:
-                for i in created:
-                    pair = pairs.get((i, j))
-                    if pair is not None and (similarity is None or pair > similarity):
-                        similarity, best_id = pair, ids_[i]
-        if decide(similarity, duplicate_threshold=fact.item.threshold, agent=False) is Decision.SKIP:
-            assert best_id is not None
-            actions.append("skipped")
-            steps.append(EntryRead(memory_id, best_id))
-        else:
-            actions.append("created")
-            created.append(j)
-            steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
-                                     links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
-                                     context=fact.fact.context, entry_id=ids_[j]))
-    entries = batch.write_in_order(steps)
-    for fact, action, entry in zip(facts, actions, entries, strict=True):
-        assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates
-        results[fact.item.index] = EntryBatchItem(index=fact.item.index, action=action, entry=entry)
+                actions.append("created")
+                created.append(j)
+                self._first_with.setdefault((memory_id, content), ids_[j])
+                steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
+                                         links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
+                                         context=fact.fact.context, entry_id=ids_[j]))
+        self._written.extend(ids_[i] for i in created)
+        for fact, action, entry in zip(facts, actions, batch.write_in_order(steps), strict=True):
+            assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates
+            self._results[fact.item.index] = EntryBatchItem(index=fact.item.index, action=action, entry=entry)
 
 
 def _rejected(index: int, error: MemoryEngineError) -> EntryBatchItem:

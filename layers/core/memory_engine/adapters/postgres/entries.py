@@ -38,6 +38,7 @@ from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import (
     Candidate,
+    Comparisons,
     EntityVectors,
     EntryChanges,
     EntryInsert,
@@ -120,13 +121,18 @@ class PostgresWriteSession:
 _LIVE_ENTRY = (f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                f" AND e.invalidated_at IS NULL AND {not_expired()}")
 
-#: The cosine similarity between vectors of the same memory, pair by pair (i < j, 1-based), with the
-#: operator the shortlist uses (``1 - (stored <=> new)``), so a batch compares its own facts to each
-#: other exactly as the funnel would compare each to the ones written before it.
+#: The cosine similarity of each new vector (``j``, 1-based) to the vectors before it of the same
+#: memory: the other new ones (``i < j``) and the entries ``w`` (``earlier``), with the operator the
+#: shortlist uses (``1 - (stored <=> new)``), so a batch compares its facts with each other exactly as
+#: the funnel compares a fact with the ones written before it.
 _PAIR_SIMILARITIES = (
-    "SELECT a.i, b.i AS j, 1 - (a.v <=> b.v) AS similarity"
+    "SELECT a.i, NULL::text AS earlier, b.i AS j, 1 - (a.v <=> b.v) AS similarity"
     " FROM unnest(%(v)b::vector[], %(m)s::text[]) WITH ORDINALITY AS a(v, m, i)"
     " JOIN unnest(%(v)b::vector[], %(m)s::text[]) WITH ORDINALITY AS b(v, m, i) ON b.m = a.m AND b.i > a.i"
+    " UNION ALL"
+    " SELECT NULL, e.id, b.i, 1 - (e.embedding <=> b.v) FROM memory_entries e"
+    " JOIN unnest(%(v)b::vector[], %(m)s::text[]) WITH ORDINALITY AS b(v, m, i) ON b.m = e.memory_id"
+    " WHERE e.id = ANY(%(w)s::text[])"
 )
 
 
@@ -230,14 +236,24 @@ class PostgresEntryRepository:
         with self._db.connection() as conn, conn.transaction():
             # every memory of the batch that is in the project, locked (in id order, so two batches
             # never deadlock) with the HNSW knobs set, once for the whole transaction
-            rows = conn.execute(
-                "SELECT id, pg_advisory_xact_lock(h) FROM (SELECT m.id, hashtextextended(m.id, 0) AS h FROM memories m"
-                " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks"
-                " CROSS JOIN (SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', %s, true)) knobs",
-                (project_id, sorted(set(memory_ids)), str(self._ef_search)),
-            ).fetchall()
-            yield _SharedTransactionEntries(self, conn, project_id=project_id, locked={str(r["id"]) for r in rows})
+            ids_ = sorted(set(memory_ids))
+            with conn.pipeline():  # one round trip; the second statement runs once the locks are held
+                locks = conn.execute(
+                    "SELECT id, pg_advisory_xact_lock(h) FROM (SELECT m.id, hashtextextended(m.id, 0) AS h FROM memories m"
+                    " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks"
+                    " CROSS JOIN (SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                    " set_config('hnsw.ef_search', %s, true)) knobs",
+                    (project_id, ids_, str(self._ef_search)),
+                )
+                held = conn.execute(
+                    "SELECT m.id FROM unnest(%s::text[]) AS m(id) WHERE EXISTS (SELECT 1 FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                    f" WHERE e.memory_id = m.id AND e.project_id = %s AND e.invalidated_at IS NULL AND {not_expired()})",
+                    (ids_, project_id),
+                )
+                locked = {str(r["id"]) for r in locks.fetchall()}
+                with_entries = {str(r["id"]) for r in held.fetchall()}
+            yield _SharedTransactionEntries(self, conn, project_id=project_id, locked=locked,
+                                            with_entries=with_entries & locked)
 
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         with self._db.connection() as conn:
@@ -333,12 +349,13 @@ class _SharedTransactionEntries(PostgresEntryRepository):
 
     def __init__(
         self, parent: PostgresEntryRepository, conn: psycopg.Connection[dict[str, Any]], *, project_id: str,
-        locked: set[str],
+        locked: set[str], with_entries: set[str],
     ) -> None:
         super().__init__(parent._db, ef_search=parent._ef_search)
         self._conn = conn
         self._project_id = project_id
         self._locked = locked
+        self._with_entries = with_entries
 
     @contextlib.contextmanager
     def write_session(self, project_id: str, memory_id: str) -> Iterator[PostgresWriteSession]:
@@ -356,22 +373,27 @@ class _SharedTransactionEntries(PostgresEntryRepository):
     def writable(self, memory_id: str) -> bool:
         return memory_id in self._locked
 
-    def shortlists(
-        self, requests: Sequence[ShortlistRequest], k: int
-    ) -> tuple[list[list[Candidate]], dict[tuple[int, int], float]]:
+    def held_entries(self, memory_id: str) -> bool:
+        return memory_id in self._with_entries
+
+    def shortlists(self, requests: Sequence[ShortlistRequest], k: int, *, written: Sequence[str] = ()) -> Comparisons:
         # pipeline mode: every statement is sent at once and run in order, one round trip in all
         with self._conn.pipeline():
             cursors = [self._conn.execute(*_shortlist_statement(self._project_id, r.memory_id, r.embedding, k, r.content))
-                       for r in requests]
-            pairs = None
-            if len({r.memory_id for r in requests}) < len(requests):
-                pairs = self._conn.execute(_PAIR_SIMILARITIES, {"v": [r.embedding for r in requests],
-                                                                "m": [r.memory_id for r in requests]})
-            candidates = [_candidates(cursor.fetchall(), k) for cursor in cursors]
-            similarities = {} if pairs is None else {
-                (int(row["i"]) - 1, int(row["j"]) - 1): float(row["similarity"]) for row in pairs.fetchall()
-                if row["similarity"] is not None}
-        return candidates, similarities
+                       if r.stored else None for r in requests]
+            pairs = self._conn.execute(_PAIR_SIMILARITIES, {
+                "v": [r.embedding for r in requests], "m": [r.memory_id for r in requests], "w": list(written)})
+            candidates = [_candidates(cursor.fetchall(), k) if cursor is not None else [] for cursor in cursors]
+            among: dict[tuple[int, int], float] = {}
+            to_written: dict[tuple[str, int], float] = {}
+            for row in pairs.fetchall():
+                if row["similarity"] is None:
+                    continue
+                if row["earlier"] is not None:
+                    to_written[(str(row["earlier"]), int(row["j"]) - 1)] = float(row["similarity"])
+                else:
+                    among[(int(row["i"]) - 1, int(row["j"]) - 1)] = float(row["similarity"])
+        return Comparisons(candidates, among, to_written)
 
     def write_in_order(self, steps: Sequence[EntryInsert | EntryRead]) -> list[MemoryEntry | None]:
         with self._conn.pipeline():
