@@ -180,6 +180,9 @@ def _tricky_items(m1: str, m2: str) -> list[dict[str, Any]]:
         {"memory_id": m2, "content": "Alice moved to Lisbon in 2021!", "duplicate_threshold": 0.9},  # item 4, 2 slices on
         {"memory_id": m2, "content": "Alice moved to Lisbon in 2021."},
         {"memory_id": m2, "content": "Carol plays the cello in an orchestra.", "duplicate_threshold": 0.7},
+        {"memory_id": m2, "content": "We are flying to Oslo in May.", "subject": "Eve", "source_conversation_id": "c2"},
+        {"memory_id": m2, "content": "We are flying to Oslo in May."},                      # a turn's repeat
+        {"memory_id": m2, "content": "Eve and I fly to Oslo in May.", "duplicate_threshold": 0.7},
     ]
 
 

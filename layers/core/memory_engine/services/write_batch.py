@@ -37,7 +37,7 @@ from memory_engine.ports.entries import (
     EntryRepository,
     ShortlistRequest,
 )
-from memory_engine.services.write_entry import PreparedFact, prepare_fact, valid_threshold, write_entry
+from memory_engine.services.write_entry import PreparedFact, WriteResult, prepare_fact, valid_threshold, write_entry
 
 logger = logging.getLogger(__name__)
 
@@ -193,6 +193,7 @@ def write_entries(
                     together.write()
                     result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
                                          duplicate_threshold=item.threshold, agent=None)
+                    together.written_by_funnel(result)
                     results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
                 else:
                     valid_threshold(item.threshold)
@@ -203,6 +204,7 @@ def write_entries(
                         together.write()
                         result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
                                              duplicate_threshold=item.threshold, agent=None)
+                        together.written_by_funnel(result)
                         results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
                     else:
                         together.pending.append(_Fast(item, fact, fact.embedding))
@@ -254,6 +256,13 @@ class _Together:
         self._written: list[str] = []  # ids of the facts created so far, in order
         self._memory_of: dict[str, str] = {}
         self._first_with: dict[tuple[str, str], str] = {}  # (memory, content) -> the first created
+        self._shortlisted: set[str] = set()  # memories whose facts run the shortlist query
+
+    def written_by_funnel(self, result: WriteResult) -> None:
+        """An item went through :func:`write_entry`: from now on its memory's facts run the
+        shortlist query, which sees that entry as the funnel would (its own expiry, its vector)."""
+        if result.action == "created":
+            self._shortlisted.add(result.entry.memory_id)
 
     def write(self) -> None:
         if not self.pending:
@@ -262,7 +271,8 @@ class _Together:
         batch = self._batch
         compared = batch.shortlists(
             [ShortlistRequest(f.item.entry.memory_id, f.embedding, f.fact.content,
-                              stored=batch.held_entries(f.item.entry.memory_id)) for f in facts],
+                              stored=f.item.entry.memory_id in self._shortlisted or batch.held_entries(f.item.entry.memory_id))
+             for f in facts],
             SHORTLIST_SIZE, written=self._written)
         ids_ = [new_id(ENTRY) for _ in facts]
         steps: list[EntryInsert | EntryRead] = []
