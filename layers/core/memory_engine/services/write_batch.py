@@ -1,14 +1,21 @@
 """Batch writes: up to 100 facts through the write funnel in one request, and batch deletes.
 
-The funnel itself is unchanged: each item goes through :func:`write_entry`, in order, so
-duplicates *inside* the batch are skipped against each other exactly as two requests would be
-(item 7 sees item 3), and retrying a batch skips every item already stored. What the batch adds:
-one transaction for all items (the memories checked and locked once), and the embedding done
-ahead in a few batched model calls on a background thread, overlapped with the writes: every text
-the funnel will embed (the fact with its anchor entity and conversation context, and the entity
-names) is planned up front, and the funnel is handed an embedder that answers from those vectors.
-A text the plan missed (it cannot, short of a concurrent write to the same conversation) is
-embedded on its own, so the result never depends on the plan."""
+Each item is decided as its single write would decide it, in order, so duplicates *inside* the
+batch are skipped against each other exactly as two requests would be (item 7 sees item 3), and
+retrying a batch skips every item already stored. What the batch adds:
+
+- one transaction for all items (the memories checked and locked once);
+- the embedding done ahead in a few batched model calls on background threads, overlapped with
+  the writes: every text the funnel will embed (the fact with its anchor entity and conversation
+  context, and the entity names) is planned up front, and the funnel is handed an embedder that
+  answers from those vectors (a text the plan missed is embedded on its own, so the result never
+  depends on the plan);
+- the funnel's database work set-based, a slice of facts at a time (:class:`_Together`): their
+  shortlists in one round trip, the decisions in memory (the same ``decide`` on the same best
+  candidate), their inserts in a second round trip, each statement the funnel's own. Items whose
+  decision reads or writes more than that (a conversation turn, an entry with its own expiry, a
+  fact without a vector, a memory the batch may not write) go through :func:`write_entry` itself,
+  between the slices."""
 
 from __future__ import annotations
 
