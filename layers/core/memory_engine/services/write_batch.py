@@ -261,7 +261,6 @@ class _Together:
         self._results = results
         self.pending: list[_Fast] = []
         self._written: list[str] = []  # ids of the facts created so far, in order
-        self._memory_of: dict[str, str] = {}
         self._first_with: dict[tuple[str, str], str] = {}  # (memory, content) -> the first created
         self._shortlisted: set[str] = set()  # memories whose facts run the shortlist query
 
