@@ -146,3 +146,84 @@ def test_batch_delete_by_ids(api: ApiClient, memory_id: str, make_key: KeyFactor
     # and a retry deletes nothing more
     again = api.request("DELETE", "/v1/memory-entries/batch", json_body={"ids": ids})
     assert again.json["deleted"] == 0
+
+
+def _tricky_items(m1: str, m2: str) -> list[dict[str, Any]]:
+    """Items whose outcome depends on the ones before them, across the batch's slices (8, then 16)."""
+    return [
+        {"memory_id": m1, "content": "Alice moved to Lisbon in 2021.", "entities": [{"name": "Alice"}]},
+        {"memory_id": m1, "content": "Alice moved to Lisbon in 2021."},                      # in-batch repeat
+        {"memory_id": m1, "content": "Alice relocated to Lisbon in 2021.", "duplicate_threshold": 0.8},
+        {"memory_id": m1, "content": "Alice relocated to Lisbon in 2021."},
+        {"memory_id": m2, "content": "Alice moved to Lisbon in 2021."},                      # another memory
+        {"memory_id": m1, "content": "Bob plays chess on Sundays.", "subject": "Bob", "entities": [{"name": "Chess"}]},
+        {"memory_id": m1, "content": "Bob plays chess every Sunday.", "entities": [{"name": "chess", "type": "game"}]},
+        {"memory_id": m1, "content": "Bob plays chess on Sundays.", "duplicate_threshold": 1.0},
+        {"memory_id": m1, "content": "I planted tomatoes last spring.", "subject": "Dana", "source_conversation_id": "c1"},
+        {"memory_id": m1, "content": "The cat knocked over my coffee.", "subject": "Dana", "source_conversation_id": "c1"},
+        {"memory_id": m1, "content": "A fact stored before the batch."},                     # repeat of a stored one
+        {"memory_id": m1, "content": "A fact that expires one day.", "expires_at": "2999-01-01T00:00:00Z"},
+        {"memory_id": m1, "content": "   "},
+        {"memory_id": m1, "content": "A fact that expires one day."},
+        {"memory_id": m1, "content": "Carol plays the cello.", "tags": ["music"], "metadata": {"k": 1},
+         "context": "Said at lunch."},
+        {"memory_id": m1, "content": "Carol plays the cello."},
+        {"memory_id": m1, "content": "Carol plays cello in an orchestra.", "duplicate_threshold": 0.0},
+        {"memory_id": m2, "content": "Carol plays the cello.", "duplicate_threshold": 0.6},
+        {"memory_id": m1, "content": "A fact stored before the batch, nearly.", "duplicate_threshold": 0.9},
+        {"memory_id": "mem_unknown", "content": "Nowhere to go."},
+        {"memory_id": m1, "content": "The user is allergic to peanuts.", "entities": [{"name": "Alice"}, {"name": "Peanuts"}]},
+        {"memory_id": m1, "content": "The user is allergic to peanuts and shellfish.", "duplicate_threshold": 0.8},
+        {"memory_id": m1, "content": "Bob's favourite colour is blue.", "subject": "Bob"},
+        {"memory_id": m1, "content": "Bob's favourite colour is green.", "subject": "Bob", "duplicate_threshold": 0.85},
+        {"memory_id": m1, "content": "Alice moved to Lisbon in 2021.", "duplicate_threshold": 1.0},
+        {"memory_id": m2, "content": "Alice moved to Lisbon in 2021!", "duplicate_threshold": 0.9},  # item 4, 2 slices on
+        {"memory_id": m2, "content": "Alice moved to Lisbon in 2021."},
+        {"memory_id": m2, "content": "Carol plays the cello in an orchestra.", "duplicate_threshold": 0.7},
+        {"memory_id": m2, "content": "We are flying to Oslo in May.", "subject": "Eve", "source_conversation_id": "c2"},
+        {"memory_id": m2, "content": "We are flying to Oslo in May."},                      # a turn's repeat
+        {"memory_id": m2, "content": "Eve and I fly to Oslo in May.", "duplicate_threshold": 0.7},
+    ]
+
+
+def _labelled(container: Container, project_id: str, memory_ids: list[str], outcomes: list[tuple[str, str | None]],
+              seeded: list[str]) -> tuple[list[tuple[str, Any]], list[tuple[Any, ...]]]:
+    """Each item's (action, which item or seeded fact its entry is), and the stored rows in order."""
+    created_by = {entry_id: ("item", i) for i, (action, entry_id) in enumerate(outcomes) if action == "created"}
+    created_by.update({entry_id: ("seed", i) for i, entry_id in enumerate(seeded)})
+    labels = [(action, created_by.get(entry_id) if entry_id else None) for action, entry_id in outcomes]
+    rows = []
+    for memory_id in memory_ids:
+        entries, _ = container.entries.list(project_id, memory_id=memory_id, limit=100)
+        for entry in reversed(entries):  # oldest first
+            rows.append((memory_ids.index(memory_id), entry.content, entry.context, entry.subject, entry.tags,
+                         entry.metadata, [(e.name, e.type, e.role) for e in entry.entities], entry.expires_at is not None))
+    return labels, rows
+
+
+def test_batch_decides_each_item_as_single_writes_would(api: ApiClient, container: Container) -> None:
+    # Given two pairs of memories holding the same stored facts
+    project_id = _project_of(container, str(api.post("/v1/memories", {"name": "probe"}).json["id"]))
+    pairs = [[str(api.post("/v1/memories", {"name": f"{side}-{n}"}).json["id"]) for n in (1, 2)] for side in ("batch", "single")]
+    seeded: dict[int, list[str]] = {}
+    for side, (m1, _) in enumerate(pairs):
+        seeded[side] = [api.post("/v1/memory-entries", {"memory_id": m1, "content": text}).json["id"]
+                        for text in ("A fact stored before the batch.", "Carol plays the piano.")]
+    # When the same items are written as one batch into one pair and one request at a time into the other
+    batch = write_entries(container.entries, container.embedder, NoChatModel(), project_id=project_id,
+                          items=_tricky_items(*pairs[0]))
+    single: list[tuple[str, str | None]] = []
+    for item in _tricky_items(*pairs[1]):
+        response = api.post("/v1/memory-entries", item)
+        if response.status in (200, 201):
+            single.append((response.json["action"], response.json["id"]))
+        else:
+            single.append(("rejected", None))
+    # Then every item has the same outcome (the same action, onto the same earlier fact), and the
+    # memories hold the same rows in the same order
+    batch_outcomes = [(r.action, r.entry.id if r.entry else None) for r in batch]
+    batch_labels, batch_rows = _labelled(container, project_id, pairs[0], batch_outcomes, seeded[0])
+    single_labels, single_rows = _labelled(container, project_id, pairs[1], single, seeded[1])
+    assert batch_labels == single_labels
+    assert batch_rows == single_rows
+    assert {"created", "skipped", "rejected"} <= {action for action, _ in batch_labels}

@@ -100,7 +100,7 @@ class EntryRepository(Protocol):
 
     def one_transaction(
         self, project_id: str, memory_ids: Sequence[str]
-    ) -> contextlib.AbstractContextManager[EntryRepository]:
+    ) -> contextlib.AbstractContextManager[EntryBatchTransaction]:
         """A view of this repository whose write sessions share one transaction (each is a
         savepoint), committed when the block ends: a batch of writes pays one commit (one disk
         flush) instead of one per fact, and each write sees the ones before it. The write locks of
@@ -146,4 +146,75 @@ class EmbeddingRepairRepository(Protocol):
         ...
     def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
         """Sets the vectors of rows still missing one; returns how many were set."""
+        ...
+
+
+@dataclass(frozen=True)
+class ShortlistRequest:
+    """One new fact in :meth:`EntryBatchTransaction.shortlists`; ``stored``: run its shortlist
+    query (False when its memory held no live entry as the batch began: nothing to find)."""
+
+    memory_id: str
+    embedding: Vector
+    content: str
+    stored: bool = True
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """What :meth:`EntryBatchTransaction.shortlists` answers: each request's shortlist (empty when
+    not run), the similarity of each pair ``(i, j)``, ``i < j``, of requests to the same memory,
+    and of each ``(written entry id, j)`` of the same memory."""
+
+    candidates: list[list[Candidate]]
+    among: dict[tuple[int, int], float]
+    to_written: dict[tuple[str, int], float]
+
+
+@dataclass(frozen=True)
+class EntryInsert:
+    """One new entry in :meth:`EntryBatchTransaction.write_in_order` (as ``EntryWriteSession.insert``,
+    with the id chosen by the caller, so a later step can read it)."""
+
+    memory_id: str
+    entry: NewEntry
+    content: str
+    embedding: Vector | None
+    links: Sequence[NewEntityLink]
+    entity_vectors: EntityVectors
+    context: str | None
+    entry_id: str
+
+
+@dataclass(frozen=True)
+class EntryRead:
+    """A live entry read at its place in :meth:`EntryBatchTransaction.write_in_order`."""
+
+    memory_id: str
+    entry_id: str
+
+
+class EntryBatchTransaction(EntryRepository, Protocol):
+    """What ``EntryRepository.one_transaction`` yields: the repository on the batch's transaction,
+    plus the set-based steps a batch of manual writes is made of (each statement the same as the
+    write funnel's, sent together: one round trip for many facts)."""
+
+    def writable(self, memory_id: str) -> bool:
+        """The memory is in the project and its write lock is held by this transaction."""
+        ...
+
+    def held_entries(self, memory_id: str) -> bool:
+        """The memory held a live entry when the transaction began (took its lock)."""
+        ...
+
+    def shortlists(self, requests: Sequence[ShortlistRequest], k: int, *, written: Sequence[str] = ()) -> Comparisons:
+        """Each request's shortlist, as ``EntryWriteSession.shortlist`` answers it now (the
+        requests do not see each other), and the cosine similarity of each request to the requests
+        before it and to the entries ``written`` of its memory, computed as the shortlist computes
+        it (one round trip)."""
+        ...
+
+    def write_in_order(self, steps: Sequence[EntryInsert | EntryRead]) -> list[MemoryEntry | None]:
+        """The steps in order (each sees the ones before it): an insert answers the new entry, a
+        read the live entry (None when it is not live)."""
         ...

@@ -1,14 +1,21 @@
 """Batch writes: up to 100 facts through the write funnel in one request, and batch deletes.
 
-The funnel itself is unchanged: each item goes through :func:`write_entry`, in order, so
-duplicates *inside* the batch are skipped against each other exactly as two requests would be
-(item 7 sees item 3), and retrying a batch skips every item already stored. What the batch adds:
-one transaction for all items (the memories checked and locked once), and the embedding done
-ahead in a few batched model calls on a background thread, overlapped with the writes: every text
-the funnel will embed (the fact with its anchor entity and conversation context, and the entity
-names) is planned up front, and the funnel is handed an embedder that answers from those vectors.
-A text the plan missed (it cannot, short of a concurrent write to the same conversation) is
-embedded on its own, so the result never depends on the plan."""
+Each item is decided as its single write would decide it, in order, so duplicates *inside* the
+batch are skipped against each other exactly as two requests would be (item 7 sees item 3), and
+retrying a batch skips every item already stored. What the batch adds:
+
+- one transaction for all items (the memories checked and locked once);
+- the embedding done ahead in a few batched model calls on background threads, overlapped with
+  the writes: every text the funnel will embed (the fact with its anchor entity and conversation
+  context, and the entity names) is planned up front, and the funnel is handed an embedder that
+  answers from those vectors (a text the plan missed is embedded on its own, so the result never
+  depends on the plan);
+- the funnel's database work set-based, a slice of facts at a time (:class:`_Together`): their
+  shortlists in one round trip, the decisions in memory (the same ``decide`` on the same best
+  candidate), their inserts in a second round trip, each statement the funnel's own. Items whose
+  decision reads or writes more than that (a conversation turn, an entry with its own expiry, a
+  fact without a vector, a memory the batch may not write) go through :func:`write_entry` itself,
+  between the slices."""
 
 from __future__ import annotations
 
@@ -25,12 +32,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memory_engine.domain.entities import entity_links, fact_texts
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_text
 from memory_engine.domain.validation import Text
-from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, WriteAction
+from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, SHORTLIST_SIZE, Decision, WriteAction, decide
 from memory_engine.errors import EmbeddingError, MemoryEngineError, invalid_input
+from memory_engine.ids import ENTRY, new_id
 from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder, EmbeddingKind, Vector
-from memory_engine.ports.entries import EntryRepository
-from memory_engine.services.write_entry import write_entry
+from memory_engine.ports.entries import (
+    EntryBatchTransaction,
+    EntryInsert,
+    EntryRead,
+    EntryRepository,
+    ShortlistRequest,
+)
+from memory_engine.services.write_entry import PreparedFact, WriteResult, prepare_fact, valid_threshold, write_entry
 
 logger = logging.getLogger(__name__)
 
@@ -173,39 +187,152 @@ def write_entries(
         threshold = body.duplicate_threshold if body.duplicate_threshold is not None else duplicate_threshold
         valid.append(_Valid(index, NewEntry.model_validate(body.model_dump(exclude={"duplicate_threshold"})), threshold))
 
-    prefetched = _prefetch(repo, embedder, project_id, valid)
+    prefetched, slice_ends = _prefetch(repo, embedder, project_id, valid)
     # one transaction (one commit) for the whole batch: measured, the commit's disk flush is most
     # of a single write's time on the local engine (bench/write_funnel.py --batch)
     with contextlib.ExitStack() as stack:
         stack.callback(prefetched.cancel)
         batch = stack.enter_context(repo.one_transaction(project_id, [item.entry.memory_id for item in valid]))
-        for item in valid:
+        together = _Together(batch, results)
+        for position, item in enumerate(valid):
             try:
-                result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
-                                     duplicate_threshold=item.threshold, agent=None)
+                if _needs_funnel(batch, item.entry):
+                    together.write()
+                    result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
+                                         duplicate_threshold=item.threshold, agent=None)
+                    together.written_by_funnel(result)
+                    results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+                else:
+                    valid_threshold(item.threshold)
+                    # the caller's context, as the funnel takes it (a turn, which reads its own, is not here)
+                    context = (item.entry.context.strip() or None) if item.entry.context is not None else None
+                    fact = prepare_fact(prefetched, item.entry, context)
+                    if fact.embedding is None:  # the funnel's no-vector path: an exact-content lookup
+                        together.write()
+                        result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
+                                             duplicate_threshold=item.threshold, agent=None)
+                        together.written_by_funnel(result)
+                        results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+                    else:
+                        together.pending.append(_Fast(item, fact, fact.embedding))
             except MemoryEngineError as error:
                 if error.status >= 500:
                     raise
                 results[item.index] = _rejected(item.index, error)
-                continue
-            action: WriteAction = result.action
-            results[item.index] = EntryBatchItem(index=item.index, action=action, entry=result.entry)
+            if position + 1 in slice_ends:  # this slice's vectors are in: write its facts
+                together.write()
+        together.write()
     if prefetched.misses:
         logger.info("batch write: %d item(s) embedded outside the batched call", prefetched.misses)
     return [results[i] for i in range(len(items))]
+
+
+@dataclass(frozen=True)
+class _Fast:
+    """An item the batch writes set-based: a vector, no conversation chaining, no own expiry."""
+
+    item: _Valid
+    fact: PreparedFact
+    embedding: Vector
+
+
+def _needs_funnel(batch: EntryBatchTransaction, entry: NewEntry) -> bool:
+    """Items written one at a time through :func:`write_entry`: a turn of a conversation (its
+    context is read from, and appended to, the turn before it), an entry with its own
+    ``expires_at`` (it may be expired already, so not a candidate for the facts after it) and one
+    naming a memory the batch may not write (the funnel's own 404)."""
+    turn = entry.context is None and entry.source_conversation_id is not None and entry.source_type != "extraction"
+    return turn or entry.expires_at is not None or not batch.writable(entry.memory_id)
+
+
+class _Together:
+    """Writes the batch's plain facts (see :func:`_needs_funnel`) a slice at a time, deciding each
+    as the funnel would, one after the other, in two round trips a slice: (1) the shortlist of
+    each fact whose memory held live entries when the batch began (the funnel's own query, which
+    sees everything written so far) and the similarity of each fact to the facts of its memory
+    created before it in this batch, with the shortlist's own operator; (2) in order, the insert of
+    each fact created and, for each fact skipped, a read of the entry it duplicates at its place
+    (what a single write would have answered then). A fact's best candidate is ranked as the
+    funnel's shortlist ranks it: by similarity, the oldest exact content match first among equals
+    (a stored one before the batch's own)."""
+
+    def __init__(self, batch: EntryBatchTransaction, results: dict[int, EntryBatchItem]) -> None:
+        self._batch = batch
+        self._results = results
+        self.pending: list[_Fast] = []
+        self._written: list[str] = []  # ids of the facts created so far, in order
+        self._first_with: dict[tuple[str, str], str] = {}  # (memory, content) -> the first created
+        self._shortlisted: set[str] = set()  # memories whose facts run the shortlist query
+
+    def written_by_funnel(self, result: WriteResult) -> None:
+        """An item went through :func:`write_entry`: from now on its memory's facts run the
+        shortlist query, which sees that entry as the funnel would (its own expiry, its vector)."""
+        if result.action == "created":
+            self._shortlisted.add(result.entry.memory_id)
+
+    def write(self) -> None:
+        if not self.pending:
+            return
+        facts, self.pending = self.pending, []
+        batch = self._batch
+        compared = batch.shortlists(
+            [ShortlistRequest(f.item.entry.memory_id, f.embedding, f.fact.content,
+                              stored=f.item.entry.memory_id in self._shortlisted or batch.held_entries(f.item.entry.memory_id))
+             for f in facts],
+            SHORTLIST_SIZE, written=self._written)
+        ids_ = [new_id(ENTRY) for _ in facts]
+        steps: list[EntryInsert | EntryRead] = []
+        actions: list[WriteAction] = []
+        created: list[int] = []
+        for j, fact in enumerate(facts):
+            memory_id, content = fact.item.entry.memory_id, fact.fact.content
+            stored = compared.candidates[j][0] if compared.candidates[j] else None
+            similarity = stored.similarity if stored is not None else None
+            best_id = stored.entry.id if stored is not None else None
+            if not (stored is not None and stored.similarity == 1.0 and stored.entry.content == content):
+                same = self._first_with.get((memory_id, content))
+                if same is not None:
+                    similarity, best_id = 1.0, same
+                else:
+                    for earlier in self._written:
+                        pair = compared.to_written.get((earlier, j))
+                        if pair is not None and (similarity is None or pair > similarity):
+                            similarity, best_id = pair, earlier
+                    for i in created:
+                        pair = compared.among.get((i, j))
+                        if pair is not None and (similarity is None or pair > similarity):
+                            similarity, best_id = pair, ids_[i]
+            if decide(similarity, duplicate_threshold=fact.item.threshold, agent=False) is Decision.SKIP:
+                assert best_id is not None
+                actions.append("skipped")
+                steps.append(EntryRead(memory_id, best_id))
+            else:
+                actions.append("created")
+                created.append(j)
+                self._first_with.setdefault((memory_id, content), ids_[j])
+                steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
+                                         links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
+                                         context=fact.fact.context, entry_id=ids_[j]))
+        self._written.extend(ids_[i] for i in created)
+        for fact, action, entry in zip(facts, actions, batch.write_in_order(steps), strict=True):
+            assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates
+            self._results[fact.item.index] = EntryBatchItem(index=fact.item.index, action=action, entry=entry)
 
 
 def _rejected(index: int, error: MemoryEngineError) -> EntryBatchItem:
     return EntryBatchItem(index=index, action="rejected", error=error.to_body()["error"])
 
 
-def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid: Sequence[_Valid]) -> PrefetchedEmbedder:
+def _prefetch(
+    repo: EntryRepository, embedder: Embedder, project_id: str, valid: Sequence[_Valid]
+) -> tuple[PrefetchedEmbedder, set[int]]:
     """The texts the funnel will embed for each item, embedded ahead in a few batched calls. A
     conversation's turn is embedded with the turn before it as context (see ``write_entry``): the
     batch's own previous item of that conversation, else the memory's latest live entry of it."""
     per_item: list[list[str]] = []
+    positions: list[int] = []  # the place in ``valid`` of each item of ``per_item``
     last_turn: dict[tuple[str, str], str] = {}
-    for item in valid:
+    for position, item in enumerate(valid):
         entry = item.entry
         try:
             content = check_content(entry.content)
@@ -227,9 +354,11 @@ def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid:
                 context = previous[1] if previous else None
             last_turn[key] = turn_text(entry.subject, content)
         per_item.append(fact_texts(content, links, context=context))
+        positions.append(position)
     # slices of items in input order: the first is small so writing starts early, the rest large
     # enough for the model to batch well (texts a slice repeats from an earlier one are not redone)
     slices: list[list[str]] = []
+    ends: set[int] = set()  # how many items of ``valid`` are covered once a slice is embedded
     seen: set[str] = set()
     bounds = [0, _FIRST_SLICE, *range(_FIRST_SLICE + _SLICE, len(per_item), _SLICE), len(per_item)]
     for lo, hi in itertools.pairwise(bounds):
@@ -238,7 +367,9 @@ def _prefetch(repo: EntryRepository, embedder: Embedder, project_id: str, valid:
         seen.update(texts)
         if texts:
             slices.append(texts)
-    return PrefetchedEmbedder(embedder, slices)
+        if min(hi, len(per_item)) > lo:
+            ends.add(positions[min(hi, len(per_item)) - 1] + 1)
+    return PrefetchedEmbedder(embedder, slices), ends
 
 
 def delete_entries(repo: EntryRepository, project_id: str, entry_ids: Sequence[str]) -> list[DeletedItem]:

@@ -73,7 +73,7 @@ class WriteResult:
 
 
 @dataclass(frozen=True)
-class _Prepared:
+class PreparedFact:
     entry: NewEntry
     content: str
     links: list[NewEntityLink]
@@ -99,15 +99,12 @@ def write_entry(
     for oversized content or metadata, NotFound (404) when the memory is not in the project.
     Embedding and chat-model failures never fail the write.
     """
-    try:
-        check_threshold(duplicate_threshold)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), details=[{"field": "duplicate_threshold"}]) from exc
+    valid_threshold(duplicate_threshold)
     degraded: tuple[str, ...] = ()
     if agent is not None and not chat.available:
         agent, degraded = None, (MERGE_NO_MODEL,)
     context, previous_id = _context(repo, project_id, entry)
-    prepared = _prepare(embedder, entry, context, previous_id)
+    prepared = prepare_fact(embedder, entry, context, previous_id)
 
     with repo.write_session(project_id, entry.memory_id) as session:
         best = _best(session, prepared)
@@ -143,6 +140,14 @@ def write_entry(
         return WriteResult("superseded", created, superseded_entry_id=best.entry.id)
 
 
+def valid_threshold(duplicate_threshold: float) -> float:
+    """Raises InvalidInput (422) for a threshold outside 0..1."""
+    try:
+        return check_threshold(duplicate_threshold)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), details=[{"field": "duplicate_threshold"}]) from exc
+
+
 def _context(repo: EntryRepository, project_id: str, entry: NewEntry) -> tuple[str | None, str | None]:
     """``(context, previous entry id)``: the caller's context, else (a turn of a conversation,
     not an extracted fact, which is written self-contained) the conversation's previous live entry
@@ -155,13 +160,14 @@ def _context(repo: EntryRepository, project_id: str, entry: NewEntry) -> tuple[s
     return (previous[1], previous[0]) if previous else (None, None)
 
 
-def _prepare(embedder: Embedder, entry: NewEntry, context: str | None = None, previous_id: str | None = None) -> _Prepared:
+def prepare_fact(embedder: Embedder, entry: NewEntry, context: str | None = None, previous_id: str | None = None) -> PreparedFact:
+    """The fact checked (InvalidInput 422 when blank, PayloadTooLarge 413 over a limit) and embedded (best-effort)."""
     content = check_content(entry.content)
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
     embedding, entity_vectors = embed_fact(embedder, content, links, context=context)
-    return _Prepared(entry=entry, content=content, links=links, embedding=embedding, entity_vectors=entity_vectors,
-                     context=context, previous_id=previous_id)
+    return PreparedFact(entry=entry, content=content, links=links, embedding=embedding, entity_vectors=entity_vectors,
+                        context=context, previous_id=previous_id)
 
 
 def embed_fact(
@@ -184,7 +190,7 @@ def embed_best_effort(embedder: Embedder, texts: list[str]) -> list[Vector | Non
     return [None] * len(texts)
 
 
-def _best(session: EntryWriteSession, prepared: _Prepared) -> Candidate | None:
+def _best(session: EntryWriteSession, prepared: PreparedFact) -> Candidate | None:
     if prepared.embedding is None:
         # no vector: an identical live fact is still a duplicate
         same = session.find_live_by_content(prepared.content)
@@ -197,7 +203,7 @@ def _decide(best: Candidate | None, duplicate_threshold: float, agent: AgentCont
     return decide(best.similarity if best else None, duplicate_threshold=duplicate_threshold, agent=agent is not None)
 
 
-def _insert(session: EntryWriteSession, prepared: _Prepared) -> MemoryEntry:
+def _insert(session: EntryWriteSession, prepared: PreparedFact) -> MemoryEntry:
     created = session.insert(
         prepared.entry, content=prepared.content, embedding=prepared.embedding, links=prepared.links,
         entity_vectors=prepared.entity_vectors, context=prepared.context,
@@ -229,7 +235,7 @@ def _arbitrate(chat: ChatModel, agent: AgentContext, *, existing: str, new: str)
     return verdict
 
 
-def _embed_merge(embedder: Embedder, verdict: Arbitration | None, existing: MemoryEntry, prepared: _Prepared) -> Vector | None:
+def _embed_merge(embedder: Embedder, verdict: Arbitration | None, existing: MemoryEntry, prepared: PreparedFact) -> Vector | None:
     if verdict is None or verdict.verdict != "merge" or verdict.content is None:
         return None
     anchor = anchor_name(prepared.links) or anchor_name(existing.entities)
@@ -237,7 +243,7 @@ def _embed_merge(embedder: Embedder, verdict: Arbitration | None, existing: Memo
 
 
 def _merge(
-    session: EntryWriteSession, existing: MemoryEntry, prepared: _Prepared, verdict: Arbitration, embedding: Vector | None
+    session: EntryWriteSession, existing: MemoryEntry, prepared: PreparedFact, verdict: Arbitration, embedding: Vector | None
 ) -> MemoryEntry:
     new = prepared.entry
     fields: dict[str, Any] = {

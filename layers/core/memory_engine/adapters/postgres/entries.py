@@ -36,7 +36,15 @@ from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import MAX_CONTEXT_CHARS, MemoryEntry, NewEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
 from memory_engine.ports.embedder import Vector
-from memory_engine.ports.entries import Candidate, EntityVectors, EntryChanges
+from memory_engine.ports.entries import (
+    Candidate,
+    Comparisons,
+    EntityVectors,
+    EntryChanges,
+    EntryInsert,
+    EntryRead,
+    ShortlistRequest,
+)
 
 
 class PostgresWriteSession:
@@ -48,25 +56,8 @@ class PostgresWriteSession:
         self._memory_id = memory_id
 
     def shortlist(self, embedding: Vector, k: int, *, content: str | None = None) -> list[Candidate]:
-        # The HNSW scan is approximate, so an identical live fact (same content) is looked up
-        # exactly in the same round trip (memory_entries_live_content_idx) and always competes, as
-        # similarity 1: the same sentence is the same fact even when the two were embedded with
-        # different anchors ("<fact>. About: <anchor>.") or one has no vector.
-        rows = self._conn.execute(
-            f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
-            f" AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
-            " UNION ALL"
-            f" (SELECT {ENTRY_SELECT}, 1 - (e.embedding <=> %(v)s) AS similarity FROM memory_entries e"
-            f" WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL AND {not_expired()}"
-            " ORDER BY e.embedding <=> %(v)s LIMIT %(k)s)",
-            {"v": embedding, "m": self._memory_id, "p": self._project_id, "k": k, "c": content},
-        ).fetchall()
-        best: dict[str, Candidate] = {}
-        for r in rows:
-            if r["similarity"] is not None and r["id"] not in best:
-                best[r["id"]] = Candidate(entry_from_row(r), float(r["similarity"]))
-        return sorted(best.values(), key=lambda c: c.similarity, reverse=True)[:k]
+        query, params = _shortlist_statement(self._project_id, self._memory_id, embedding, k, content)
+        return _candidates(self._conn.execute(query, params).fetchall(), k)
 
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
         row = self._conn.execute(
@@ -78,39 +69,16 @@ class PostgresWriteSession:
         return entry_from_row(row) if row else None
 
     def get_live(self, entry_id: str) -> MemoryEntry | None:
-        row = self._conn.execute(
-            f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            f" AND e.invalidated_at IS NULL AND {not_expired()}",
-            (entry_id, self._memory_id, self._project_id),
-        ).fetchone()
+        row = self._conn.execute(_LIVE_ENTRY, (entry_id, self._memory_id, self._project_id)).fetchone()
         return entry_from_row(row) if row else None
 
     def insert(
         self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[NewEntityLink],
         entity_vectors: EntityVectors, context: str | None = None,
     ) -> MemoryEntry:
-        params: dict[str, Any] = {
-            "id": ids.new_id(ids.ENTRY), "p": self._project_id, "m": self._memory_id, "content": content,
-            "source_type": entry.source_type, "tags": entry.tags, "metadata": jsonb(entry.metadata),
-            "embedding": embedding, "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
-            "confidence": entry.confidence, "source_quote": entry.source_quote, "context": context,
-            "valid_from": entry.valid_from, "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
-            "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,
-            "expires_at": entry.expires_at,
-        }
-        # the row's own time, not the transaction's: a batch writes many facts in one transaction
-        # and lists and conversations order by created_at (one value for both columns)
-        insert = (f"INSERT INTO memory_entries AS e ({INSERT_COLUMNS}, created_at, updated_at)"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                  f" SELECT {INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
-        if not links:
-            row = self._conn.execute(f"{insert} RETURNING {ENTRY_COLUMNS}, '[]'::json AS entities", params).fetchone()
-        else:
-            params.update(entity_params(self._project_id, links, entity_vectors))
-            row = self._conn.execute(
-                f"WITH ins AS ({insert} RETURNING {ENTRY_COLUMNS}), {ENTITY_CTES.format(target='%(id)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                f" SELECT ins.*, ({ENTITY_MERGE}) AS entities FROM ins",
-                params,
-            ).fetchone()
+        query, params = _insert_statement(self._project_id, self._memory_id, ids.new_id(ids.ENTRY), entry, content=content,
+                                          embedding=embedding, links=links, entity_vectors=entity_vectors, context=context)
+        row = self._conn.execute(query, params).fetchone()
         assert row is not None
         return entry_from_row(row)
 
@@ -148,6 +116,79 @@ class PostgresWriteSession:
             " WHERE id = %s AND project_id = %s AND invalidated_at IS NULL",
             (superseded_by, reason, entry_id, self._project_id),
         )
+
+
+_LIVE_ENTRY = (f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.memory_id = %s AND e.project_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+               f" AND e.invalidated_at IS NULL AND {not_expired()}")
+
+#: The cosine similarity of each new vector (``j``, 1-based) to the vectors before it of the same
+#: memory: the other new ones (``i < j``) and the entries ``w`` (``earlier``), with the operator the
+#: shortlist uses (``1 - (stored <=> new)``), so a batch compares its facts with each other exactly as
+#: the funnel compares a fact with the ones written before it.
+_PAIR_SIMILARITIES = (
+    "SELECT a.i, NULL::text AS earlier, b.i AS j, 1 - (a.v <=> b.v) AS similarity"
+    " FROM unnest(%(v)b::vector[], %(m)s::text[]) WITH ORDINALITY AS a(v, m, i)"
+    " JOIN unnest(%(v)b::vector[], %(m)s::text[]) WITH ORDINALITY AS b(v, m, i) ON b.m = a.m AND b.i > a.i"
+    " UNION ALL"
+    " SELECT NULL, e.id, b.i, 1 - (e.embedding <=> b.v) FROM memory_entries e"
+    " JOIN unnest(%(v)b::vector[], %(m)s::text[]) WITH ORDINALITY AS b(v, m, i) ON b.m = e.memory_id"
+    " WHERE e.id = ANY(%(w)s::text[])"
+)
+
+
+def _shortlist_statement(
+    project_id: str, memory_id: str, embedding: Vector, k: int, content: str | None
+) -> tuple[str, dict[str, Any]]:
+    # The HNSW scan is approximate, so an identical live fact (same content) is looked up
+    # exactly in the same round trip (memory_entries_live_content_idx) and always competes, as
+    # similarity 1: the same sentence is the same fact even when the two were embedded with
+    # different anchors ("<fact>. About: <anchor>.") or one has no vector.
+    return (
+        f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+        " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
+        f" AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
+        " UNION ALL"
+        f" (SELECT {ENTRY_SELECT}, 1 - (e.embedding <=> %(v)s) AS similarity FROM memory_entries e"
+        f" WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL AND {not_expired()}"
+        " ORDER BY e.embedding <=> %(v)s LIMIT %(k)s)",
+        {"v": embedding, "m": memory_id, "p": project_id, "k": k, "c": content},
+    )
+
+
+def _candidates(rows: Sequence[dict[str, Any]], k: int) -> list[Candidate]:
+    """The shortlist's rows as candidates, most similar first (the exact content match first among
+    equals), each entry once."""
+    best: dict[str, Candidate] = {}
+    for r in rows:
+        if r["similarity"] is not None and r["id"] not in best:
+            best[r["id"]] = Candidate(entry_from_row(r), float(r["similarity"]))
+    return sorted(best.values(), key=lambda c: c.similarity, reverse=True)[:k]
+
+
+def _insert_statement(
+    project_id: str, memory_id: str, entry_id: str, entry: NewEntry, *, content: str, embedding: Vector | None,
+    links: Sequence[NewEntityLink], entity_vectors: EntityVectors, context: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """One entry's INSERT (its entities upserted and linked in the same statement), returning the
+    entry as the API reads it."""
+    params: dict[str, Any] = {
+        "id": entry_id, "p": project_id, "m": memory_id, "content": content,
+        "source_type": entry.source_type, "tags": entry.tags, "metadata": jsonb(entry.metadata),
+        "embedding": embedding, "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
+        "confidence": entry.confidence, "source_quote": entry.source_quote, "context": context,
+        "valid_from": entry.valid_from, "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
+        "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,
+        "expires_at": entry.expires_at,
+    }
+    # the row's own time, not the transaction's: a batch writes many facts in one transaction
+    # and lists and conversations order by created_at (one value for both columns)
+    insert = (f"INSERT INTO memory_entries AS e ({INSERT_COLUMNS}, created_at, updated_at)"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+              f" SELECT {INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
+    if not links:
+        return f"{insert} RETURNING {ENTRY_COLUMNS}, '[]'::json AS entities", params
+    params.update(entity_params(project_id, links, entity_vectors))
+    return (f"WITH ins AS ({insert} RETURNING {ENTRY_COLUMNS}), {ENTITY_CTES.format(target='%(id)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+            f" SELECT ins.*, ({ENTITY_MERGE}) AS entities FROM ins", params)
 
 
 def _conversation_context(
@@ -191,18 +232,28 @@ class PostgresEntryRepository:
             yield PostgresWriteSession(conn, project_id, memory_id)
 
     @contextlib.contextmanager
-    def one_transaction(self, project_id: str, memory_ids: Sequence[str]) -> Iterator[PostgresEntryRepository]:
+    def one_transaction(self, project_id: str, memory_ids: Sequence[str]) -> Iterator[_SharedTransactionEntries]:
         with self._db.connection() as conn, conn.transaction():
             # every memory of the batch that is in the project, locked (in id order, so two batches
             # never deadlock) with the HNSW knobs set, once for the whole transaction
-            rows = conn.execute(
-                "SELECT id, pg_advisory_xact_lock(h) FROM (SELECT m.id, hashtextextended(m.id, 0) AS h FROM memories m"
-                " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks"
-                " CROSS JOIN (SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', %s, true)) knobs",
-                (project_id, sorted(set(memory_ids)), str(self._ef_search)),
-            ).fetchall()
-            yield _SharedTransactionEntries(self, conn, locked={str(r["id"]) for r in rows})
+            ids_ = sorted(set(memory_ids))
+            with conn.pipeline():  # one round trip; the second statement runs once the locks are held
+                locks = conn.execute(
+                    "SELECT id, pg_advisory_xact_lock(h) FROM (SELECT m.id, hashtextextended(m.id, 0) AS h FROM memories m"
+                    " WHERE m.project_id = %s AND m.id = ANY(%s::text[]) ORDER BY m.id) locks"
+                    " CROSS JOIN (SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                    " set_config('hnsw.ef_search', %s, true)) knobs",
+                    (project_id, ids_, str(self._ef_search)),
+                )
+                held = conn.execute(
+                    "SELECT m.id FROM unnest(%s::text[]) AS m(id) WHERE EXISTS (SELECT 1 FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                    f" WHERE e.memory_id = m.id AND e.project_id = %s AND e.invalidated_at IS NULL AND {not_expired()})",
+                    (ids_, project_id),
+                )
+                locked = {str(r["id"]) for r in locks.fetchall()}
+                with_entries = {str(r["id"]) for r in held.fetchall()}
+            yield _SharedTransactionEntries(self, conn, project_id=project_id, locked=locked,
+                                            with_entries=with_entries & locked)
 
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         with self._db.connection() as conn:
@@ -292,15 +343,19 @@ class PostgresEntryRepository:
 
 class _SharedTransactionEntries(PostgresEntryRepository):
     """What :meth:`PostgresEntryRepository.one_transaction` yields: the funnel's two repository
-    calls (``write_session``, ``conversation_context``) on one open transaction; the other
-    methods run on their own connections as usual."""
+    calls (``write_session``, ``conversation_context``) and the batch's set-based steps
+    (``shortlists``, ``write_in_order``: the funnel's statements, many a round trip in pipeline
+    mode) on one open transaction; the other methods run on their own connections as usual."""
 
     def __init__(
-        self, parent: PostgresEntryRepository, conn: psycopg.Connection[dict[str, Any]], *, locked: set[str]
+        self, parent: PostgresEntryRepository, conn: psycopg.Connection[dict[str, Any]], *, project_id: str,
+        locked: set[str], with_entries: set[str],
     ) -> None:
         super().__init__(parent._db, ef_search=parent._ef_search)
         self._conn = conn
+        self._project_id = project_id
         self._locked = locked
+        self._with_entries = with_entries
 
     @contextlib.contextmanager
     def write_session(self, project_id: str, memory_id: str) -> Iterator[PostgresWriteSession]:
@@ -314,3 +369,42 @@ class _SharedTransactionEntries(PostgresEntryRepository):
 
     def conversation_context(self, project_id: str, memory_id: str, conversation_id: str) -> tuple[str, str] | None:
         return _conversation_context(self._conn, project_id, memory_id, conversation_id)
+
+    def writable(self, memory_id: str) -> bool:
+        return memory_id in self._locked
+
+    def held_entries(self, memory_id: str) -> bool:
+        return memory_id in self._with_entries
+
+    def shortlists(self, requests: Sequence[ShortlistRequest], k: int, *, written: Sequence[str] = ()) -> Comparisons:
+        # pipeline mode: every statement is sent at once and run in order, one round trip in all
+        with self._conn.pipeline():
+            cursors = [self._conn.execute(*_shortlist_statement(self._project_id, r.memory_id, r.embedding, k, r.content))
+                       if r.stored else None for r in requests]
+            pairs = self._conn.execute(_PAIR_SIMILARITIES, {
+                "v": [r.embedding for r in requests], "m": [r.memory_id for r in requests], "w": list(written)})
+            candidates = [_candidates(cursor.fetchall(), k) if cursor is not None else [] for cursor in cursors]
+            among: dict[tuple[int, int], float] = {}
+            to_written: dict[tuple[str, int], float] = {}
+            for row in pairs.fetchall():
+                if row["similarity"] is None:
+                    continue
+                if row["earlier"] is not None:
+                    to_written[(str(row["earlier"]), int(row["j"]) - 1)] = float(row["similarity"])
+                else:
+                    among[(int(row["i"]) - 1, int(row["j"]) - 1)] = float(row["similarity"])
+        return Comparisons(candidates, among, to_written)
+
+    def write_in_order(self, steps: Sequence[EntryInsert | EntryRead]) -> list[MemoryEntry | None]:
+        with self._conn.pipeline():
+            cursors = []
+            for step in steps:
+                if isinstance(step, EntryRead):
+                    cursors.append(self._conn.execute(_LIVE_ENTRY, (step.entry_id, step.memory_id, self._project_id)))
+                else:
+                    cursors.append(self._conn.execute(*_insert_statement(
+                        self._project_id, step.memory_id, step.entry_id, step.entry, content=step.content,
+                        embedding=step.embedding, links=step.links, entity_vectors=step.entity_vectors,
+                        context=step.context)))
+            rows = [cursor.fetchone() for cursor in cursors]
+        return [entry_from_row(row) if row else None for row in rows]
