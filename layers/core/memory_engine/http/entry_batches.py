@@ -31,7 +31,8 @@ _BATCH = (
     "`{entries: [<a POST /v1/memory-entries body>, ...] (1..MAX), duplicate_threshold?}`; items may name different "
     "memories of the project. Each item goes through the write funnel in order, so a fact repeated inside the batch "
     "is `skipped` against the earlier one, and sending the same batch again skips every item already stored. "
-    "Embedding is one batched model call (best-effort). 200 with `results: [{index, action (created|skipped|"
+    "The texts are embedded ahead in a few batched model calls (an item whose embedding failed is stored without a "
+    "vector, as a single write would store it). 200 with `results: [{index, action (created|skipped|"
     "rejected), entry | error}]` and the counts, even when some items are rejected (a validation error, an unknown "
     "memory, an item over a limit: `error` says which). This manual path never merges or supersedes."
 ).replace("MAX", str(MAX_BATCH_ENTRIES))
