@@ -194,7 +194,7 @@ class Container:
         from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 
         if type(self.embedder) is OnnxMiniLMEmbedder:
-            return OnnxMiniLMEmbedder(threads=1, query_cache_size=0)
+            return OnnxMiniLMEmbedder(threads=1, query_cache_size=0, memory_arena=True)
         return self.embedder
 
     @cached_property

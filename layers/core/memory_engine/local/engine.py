@@ -105,7 +105,8 @@ class LocalEngine:
                 overrides["database"] = Database(self.database.url, on_connect=lower_backend_priority)
             if gate is not None and settings.embedding_provider is EmbeddingProvider.LOCAL:
                 # the local model's ingestion calls wait for a quiet moment while requests are served
-                overrides["ingestion_embedder"] = GatedEmbedder(OnnxMiniLMEmbedder(threads=1, query_cache_size=0), gate)
+                session = OnnxMiniLMEmbedder(threads=1, query_cache_size=0, memory_arena=True)
+                overrides["ingestion_embedder"] = GatedEmbedder(session, gate)
             self.container = LocalContainer(settings, dead_letter_folder=self.settings.home / "dead-letters",
                                             **overrides)
             embedder = self.container.embedder
