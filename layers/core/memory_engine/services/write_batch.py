@@ -194,25 +194,26 @@ def write_entries(
         stack.callback(prefetched.cancel)
         batch = stack.enter_context(repo.one_transaction(project_id, [item.entry.memory_id for item in valid]))
         together = _Together(batch, results)
+
+        def through_funnel(item: _Valid) -> None:
+            """The item written by :func:`write_entry` itself, after the facts pending before it."""
+            together.write()
+            result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
+                                 duplicate_threshold=item.threshold, agent=None)
+            together.written_by_funnel(result)
+            results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+
         for position, item in enumerate(valid):
             try:
                 if _needs_funnel(batch, item.entry):
-                    together.write()
-                    result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
-                                         duplicate_threshold=item.threshold, agent=None)
-                    together.written_by_funnel(result)
-                    results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+                    through_funnel(item)
                 else:
                     valid_threshold(item.threshold)
                     # the caller's context, as the funnel takes it (a turn, which reads its own, is not here)
                     context = (item.entry.context.strip() or None) if item.entry.context is not None else None
                     fact = prepare_fact(prefetched, item.entry, context)
                     if fact.embedding is None:  # the funnel's no-vector path: an exact-content lookup
-                        together.write()
-                        result = write_entry(batch, prefetched, chat, project_id=project_id, entry=item.entry,
-                                             duplicate_threshold=item.threshold, agent=None)
-                        together.written_by_funnel(result)
-                        results[item.index] = EntryBatchItem(index=item.index, action=result.action, entry=result.entry)
+                        through_funnel(item)
                     else:
                         together.pending.append(_Fast(item, fact, fact.embedding))
             except MemoryEngineError as error:
