@@ -122,9 +122,10 @@ class LocalEngine:
             if self.ingestion is None:
                 self._resume_interrupted_ingestion()
             if workers > 0:
-                # This process now runs the HTTP front door beside the ingestion threads. A request's
-                # front thread needs the GIL a few times; Python hands it over every 5 ms by default,
-                # which a draining corpus turned into most of a health check's latency.
+                # This process now runs the HTTP front door beside its background threads (the drop
+                # folder, extraction; ingestion too when it runs here). A request's front thread needs
+                # the GIL a few times; Python hands it over every 5 ms by default, which a draining
+                # corpus turned into most of a health check's latency.
                 sys.setswitchinterval(FRONT_DOOR_SWITCH_INTERVAL_S)
                 self.pool = WorkerPool(settings, workers, starts=self.ingestion.starts if self.ingestion else None)
                 self.pool.start()

@@ -2,12 +2,12 @@
 
 Why a process and not threads of the front door's process: ingestion is mostly model calls, which
 leave the GIL, but between them it runs Python (tokenizing, chunking, JSON, psycopg) on several
-threads. In the front door's process those threads took the GIL from the request threads at every
-switch: while a corpus drained, `GET /v1/health` (served by the front door itself) took ~13 ms
-at the median instead of ~1, and every search paid it twice (request in, response out). The
-ingestion threads' background CPU priority did not help there: a background thread that holds the
-GIL and waits for a core holds up the request thread that waits for the GIL. In its own process
-the runner shares only the cores, where the priorities apply.
+threads, and the front door's request threads (which serve `GET /v1/health` and relay every
+request to a worker) need the same GIL. A background thread's CPU priority cannot help there: one
+holding the GIL while it waits for a core holds up the request thread waiting for the GIL. In its
+own process the runner shares only the cores, where the priorities apply. Measured while 5,183
+abstracts drained (docs/ingestion.md): health p50 11.9 -> 9.8-10.0 ms; most of what is left is the
+cores themselves, which the model saturates.
 
 The process builds its own composition root (like a worker), resumes the runs a previous engine
 left unfinished, then starts every run it receives on :attr:`IngestionProcess.starts` (from the
@@ -21,11 +21,11 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import signal
 import threading
-import warnings
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
+
+from memory_engine.local.workers import configure_child_process
 
 if TYPE_CHECKING:
     from memory_engine.settings import Settings
@@ -39,11 +39,7 @@ START_TIMEOUT_S = 180.0
 def ingestion_main(ready: Connection, settings: Settings, starts: Any, lower_backends: bool, log_level: int) -> None:
     """The ingestion process: a container with the local pipeline starter (background-priority
     threads), the interrupted runs resumed, then every start from ``starts`` until ``None``."""
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the engine stops us
-    logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s [ingest {os.getpid()}] %(name)s: %(message)s")
-    for noisy in ("botocore", "urllib3", "psycopg.pool"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_child_process("ingest", log_level)
     from memory_engine.adapters.postgres.database import Database
     from memory_engine.bootstrap import set_container
     from memory_engine.local.container import LocalContainer
@@ -82,9 +78,9 @@ def ingestion_main(ready: Connection, settings: Settings, starts: Any, lower_bac
 
 
 class IngestionProcess:
-    """Owns the ingestion process: :meth:`start` spawns it and waits until it is ready; a watcher
-    thread starts it again if it exits before :meth:`stop`. ``starts`` outlives the process, so
-    runs queued while it restarts are not lost."""
+    """Owns the ingestion process: :meth:`start` spawns it, :meth:`wait_ready` waits until it is
+    ready; a watcher thread starts it again if it exits before :meth:`stop`. ``starts`` outlives the
+    process, so runs queued while it restarts are not lost."""
 
     def __init__(self, settings: Settings, *, lower_backends: bool, start_timeout: float = START_TIMEOUT_S) -> None:
         self.settings = settings
@@ -93,7 +89,7 @@ class IngestionProcess:
         self._ctx = multiprocessing.get_context("spawn")
         self.starts: Any = self._ctx.Queue()
         self._process: Any = None
-        self._pending: tuple[Any, Connection] | None = None
+        self._ready: Connection | None = None  # the spawned process's ready signal, until it arrives
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -103,43 +99,41 @@ class IngestionProcess:
 
     def start(self, *, wait: bool = True) -> None:
         """Spawn the process; with ``wait``, return once it is ready (else call :meth:`wait_ready`)."""
-        self._pending = self._spawn()
+        self._ready = self._spawn()
         if wait:
             self.wait_ready()
 
     def wait_ready(self) -> None:
         """Wait until the spawned process is ready, then watch it. Raises RuntimeError when it
         does not start."""
-        assert self._pending is not None, "start() first"
-        process, conn = self._pending
-        self._pending = None
-        self._await_ready(process, conn)
-        self._process = process
+        assert self._ready is not None, "start() first"
+        ready, self._ready = self._ready, None
+        self._await_ready(ready)
         self._watcher = threading.Thread(target=self._watch, name="ingestion-watch", daemon=True)
         self._watcher.start()
 
-    def _spawn(self) -> tuple[Any, Connection]:
+    def _spawn(self) -> Connection:
         parent, child = self._ctx.Pipe(duplex=False)
-        process = self._ctx.Process(
+        self._process = self._ctx.Process(
             target=ingestion_main, name="memory-engine-ingest", daemon=True,
             args=(child, self.settings, self.starts, self.lower_backends, logging.getLogger().getEffectiveLevel()),
         )
-        process.start()
+        self._process.start()
         child.close()
-        return process, parent
+        return parent
 
-    def _await_ready(self, process: Any, conn: Connection) -> None:
+    def _await_ready(self, ready: Connection) -> None:
         try:
-            if not conn.poll(self.start_timeout):
-                process.kill()
+            if not ready.poll(self.start_timeout):
+                self._process.kill()
                 raise RuntimeError(f"the ingestion process did not start within {self.start_timeout:.0f} s")
             try:
-                conn.recv()
+                ready.recv()
             except (EOFError, OSError) as exc:
                 raise RuntimeError("the ingestion process exited while starting; see the log above") from exc
         finally:
-            conn.close()
-        logger.info("ingestion process %s up", process.pid)
+            ready.close()
+        logger.info("ingestion process %s up", self._process.pid)
 
     def set_public_url(self, url: str) -> None:
         """The engine's address for converter callback and download URLs, once it listens (the
@@ -155,9 +149,7 @@ class IngestionProcess:
                 continue
             logger.error("the ingestion process exited (code %s); starting it again", process.exitcode)
             try:
-                fresh, conn = self._spawn()
-                self._await_ready(fresh, conn)
-                self._process = fresh
+                self._await_ready(self._spawn())
             except Exception:
                 logger.exception("could not restart the ingestion process; retrying in 5 s")
                 self._stopping.wait(5.0)
@@ -168,7 +160,7 @@ class IngestionProcess:
         self._stopping.set()
         with contextlib.suppress(OSError, ValueError):
             self.starts.put(None)
-        process = self._process if self._process is not None else (self._pending or (None,))[0]
+        process = self._process
         if process is not None:
             process.join(grace)
             if process.is_alive():

@@ -102,14 +102,20 @@ def _malloc_trim() -> Callable[[], None]:
     return (lambda: trim(0)) if trim is not None else (lambda: None)
 
 
+def configure_child_process(label: str, log_level: int) -> None:
+    """A spawned process of the engine (worker, ingestion): its log lines say ``[label pid]``, and
+    Ctrl-C, which reaches the whole process group, is left to the parent, which stops it."""
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s [{label} {os.getpid()}] %(name)s: %(message)s")
+    for noisy in ("botocore", "urllib3", "psycopg.pool"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def worker_main(conn: Connection, settings: Settings, starts: Any, embed_threads: int, log_level: int) -> None:
     """The worker process: build a Container, warm the handlers, then serve events until told to stop
     (``None``) or until the parent goes away (EOF on the pipe)."""
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group; the parent stops us
-    logging.basicConfig(level=log_level, format=f"%(asctime)s %(levelname)s [worker {os.getpid()}] %(name)s: %(message)s")
-    for noisy in ("botocore", "urllib3", "psycopg.pool"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_child_process("worker", log_level)
     from memory_engine.bootstrap import set_container
     from memory_engine.local.container import LocalContainer
     from memory_engine.local.lambda_runtime import load_module

@@ -101,8 +101,8 @@ class EntryRepository(Protocol):
     def one_transaction(
         self, project_id: str, memory_ids: Sequence[str]
     ) -> contextlib.AbstractContextManager[EntryBatchTransaction]:
-        """A view of this repository whose write sessions share one transaction (each is a
-        savepoint), committed when the block ends: a batch of writes pays one commit (one disk
+        """A view of this repository whose write sessions share one transaction, committed when
+        the block ends: a batch of writes pays one commit (one disk
         flush) instead of one per fact, and each write sees the ones before it. The write locks of
         ``memory_ids`` (those in the project) are taken up front in a fixed order, so two batches
         cannot deadlock. A database failure rolls the whole block back."""
