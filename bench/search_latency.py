@@ -124,9 +124,14 @@ def main() -> int:
                 with synthetic.VectorIndexesDeferred(database):
                     synthetic.load_facts(database, project_id, "mem_bench", texts, size - loaded, dim=DIM)
                     synthetic.load_chunks(database, project_id, texts, size - loaded, dim=DIM, seed=size)
-                synthetic.analyze(database)
+                synthetic.settle(url)
                 loaded = size
-                print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+                with database.connection() as conn:
+                    row = conn.execute("SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) AS b FROM pg_index i"
+                                       " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+                                       " WHERE a.amname = 'hnsw'").fetchone()
+                print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s"
+                      f" (HNSW indexes {int(row['b']) / 2**20:.0f} MB)", file=sys.stderr)
                 for preset in ("vector_only", "hybrid"):
                     time_preset(index, project_id, "mem_bench", queries[:20], preset)  # warm caches
                     samples = time_preset(index, project_id, "mem_bench", queries, preset)

@@ -100,9 +100,10 @@ class DocumentRepository(Protocol):
         count (stored as ``indexed_chunks``), or None when the run was superseded."""
         ...
 
-    def finalize(self, project_id: str, document_id: str, generation: int) -> bool:
+    def finalize(self, project_id: str, document_id: str, generation: int) -> str | None:
         """In one transaction: ``active_generation = generation``, other generations' chunks
-        deleted, status ``ready``. False (and nothing changed) when superseded."""
+        deleted, status ``ready``; returns the document's path. None (and nothing changed) when
+        superseded."""
         ...
 
     def mark_failed(self, project_id: str, document_id: str, generation: int | None, error: str) -> bool:

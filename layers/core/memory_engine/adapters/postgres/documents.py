@@ -231,31 +231,29 @@ class PostgresDocumentRepository:
                      for c, v in zip(chunks, vectors, strict=True)],
                 )
             count_row = conn.execute(
-                "SELECT count(*) AS n FROM document_chunks WHERE document_id = %s AND generation = %s",
-                (document_id, generation),
+                """UPDATE documents SET updated_at = now(), indexed_chunks =
+                       (SELECT count(*) FROM document_chunks WHERE document_id = %s AND generation = %s)
+                   WHERE id = %s RETURNING indexed_chunks""",
+                (document_id, generation, document_id),
             ).fetchone()
-            count = int(count_row["n"]) if count_row else 0
-            conn.execute(
-                "UPDATE documents SET indexed_chunks = %s, updated_at = now() WHERE id = %s", (count, document_id)
-            )
-            return count
+            return int(count_row["indexed_chunks"]) if count_row else 0
 
-    def finalize(self, project_id: str, document_id: str, generation: int) -> bool:
+    def finalize(self, project_id: str, document_id: str, generation: int) -> str | None:
         with self._db.connection() as conn:
             row = conn.execute(
                 """UPDATE documents SET active_generation = %s, status = 'ready', error = NULL,
                        indexed_chunks = (SELECT count(*) FROM document_chunks WHERE document_id = %s AND generation = %s),
                        updated_at = now()
                    WHERE project_id = %s AND id = %s AND ingest_generation = %s AND status = 'processing'
-                   RETURNING id""",
+                   RETURNING path""",
                 (generation, document_id, generation, project_id, document_id, generation),
             ).fetchone()
             if row is None:
-                return False
+                return None
             conn.execute(
                 "DELETE FROM document_chunks WHERE document_id = %s AND generation <> %s", (document_id, generation)
             )
-            return True
+            return str(row["path"])
 
     def mark_failed(self, project_id: str, document_id: str, generation: int | None, error: str) -> bool:
         with self._db.connection() as conn:

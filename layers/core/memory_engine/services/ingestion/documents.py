@@ -26,7 +26,7 @@ from memory_engine.domain.documents import (
     normalize_path,
 )
 from memory_engine.domain.entries import Tags
-from memory_engine.domain.ingestion_rules import overlay_chunk_fields
+from memory_engine.domain.ingestion_rules import IngestionRule, overlay_chunk_fields
 from memory_engine.domain.validation import JsonObject, Text
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload
@@ -134,15 +134,16 @@ def _start(starter: PipelineStarter, doc: Document) -> None:
 
 
 def create_text_document(ports: IngestionPorts, starter: PipelineStarter, project_id: str,
-                         body: CreateTextDocument) -> tuple[Document, bool]:
+                         body: CreateTextDocument, rules: Sequence[IngestionRule] | None = None) -> tuple[Document, bool]:
     """Store the text as an object and start its run. Returns (document, started); the same
-    text at the same path again is a no-op (started False). Raises InvalidInput, DependencyError."""
+    text at the same path again is a no-op (started False). ``rules``: the project's ingestion
+    rules when the caller has read them (a batch reads them once). Raises InvalidInput, DependencyError."""
     if not body.content.strip():
         raise InvalidInput("content must not be blank", details=[{"field": "content"}])
     data = body.content.encode("utf-8")
     content_type = ct.MARKDOWN if ct.from_extension(body.path) == ct.MARKDOWN else ct.TEXT
     key = object_key(project_id, body.path)
-    rule = rule_for(ports.documents.list_rules(project_id), content_type)
+    rule = rule_for(ports.documents.list_rules(project_id) if rules is None else rules, content_type)
     settings, source = effective_chunk_settings(rule, TEXT_DEFAULTS)
     if body.explicit():  # precedence: the request's fields, the rule's, the entry point's default
         settings, source = body.settings(settings), "request"
@@ -176,6 +177,7 @@ def create_text_documents(ports: IngestionPorts, starter: PipelineStarter, proje
     are stored, and sending the same batch again is safe (same text at the same path: ``unchanged``)."""
     results: list[BatchItem] = []
     first_index: dict[str, int] = {}
+    rules: list[IngestionRule] | None = None
     for index, raw in enumerate(items):
         try:
             try:
@@ -189,7 +191,9 @@ def create_text_documents(ports: IngestionPorts, starter: PipelineStarter, proje
                 raise InvalidInput(f"path {body.path} is also item {first_index[body.path]} of this batch",
                                    details=[{"field": "path"}])
             first_index[body.path] = index
-            doc, started = create_text_document(ports, starter, project_id, body)
+            if rules is None:
+                rules = ports.documents.list_rules(project_id)
+            doc, started = create_text_document(ports, starter, project_id, body, rules)
         except InvalidInput as error:
             results.append(BatchItem(index=index, action="rejected", error=error.to_body()["error"]))
             continue

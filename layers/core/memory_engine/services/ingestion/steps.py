@@ -14,7 +14,7 @@ import hashlib
 import itertools
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
@@ -162,7 +162,7 @@ def _locate(detail: S3ObjectCreatedDetail, blobs: BlobStore) -> tuple[str, BlobI
     return key, info
 
 
-def rule_for(rules: list[IngestionRule], content_type: str) -> IngestionRule | None:
+def rule_for(rules: Sequence[IngestionRule], content_type: str) -> IngestionRule | None:
     """The rule whose glob matches ``content_type`` most specifically (None: no rule matches)."""
     return ct.most_specific(content_type, [(r.content_type_glob, r) for r in rules])
 
@@ -250,6 +250,7 @@ def chunk(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
         raise DocumentUnreadable("internal: the chunk step got no extracted pages; re-ingest the document")
     pages = [Page.model_validate(p) for p in json.loads(ports.blobs.get(run.pages_key))]
     batches, total = _write_batches(stream_chunks(pages, doc.chunk_settings), doc, run, ports)
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=total)
     return run.model_copy(update={"batches": batches, "total_chunks": total})
 
 
@@ -269,7 +270,8 @@ def extract_and_chunk(run: DocumentRun, ports: IngestionPorts,
     doc, read = opened
     counted = _Counted(read)
     batches, total = _write_batches(stream_chunks(counted, doc.chunk_settings), doc, run, ports, emit)
-    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=counted.count)
+    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_pages=counted.count,
+                                 total_chunks=total)
     return run.model_copy(update={"total_pages": counted.count, "batches": batches, "total_chunks": total})
 
 
@@ -286,8 +288,9 @@ class _Counted(Iterator[Page]):
 def _write_batches(chunks: Iterable[Chunk], doc: Document, run: DocumentRun, ports: IngestionPorts,
                    emit: Callable[[ChunkBatchRef], None] | None = None) -> tuple[list[ChunkBatchRef], int]:
     """Chunks -> batch objects of EMBED_BATCH_SIZE under the run's work prefix, each handed to
-    ``emit`` once written; the refs and the chunk count (also recorded as progress). Raises
-    NoTextLayer when there is no chunk."""
+    ``emit`` once written; the refs and the chunk count (the caller records it as progress, with
+    the page count when it has one: one statement per document). Raises NoTextLayer when there is
+    no chunk."""
     batches: list[ChunkBatchRef] = []
     prefix = work_prefix(doc.id, run.generation)
     total = 0
@@ -303,7 +306,6 @@ def _write_batches(chunks: Iterable[Chunk], doc: Document, run: DocumentRun, por
             emit(ref)
     if not total:
         raise NoTextLayer(f"{doc.path} contains no text to index; upload a file with text")
-    ports.documents.set_progress(run.project_id, run.document_id, run.generation, total_chunks=total)
     return batches, total
 
 
@@ -323,20 +325,22 @@ def finalize(run: DocumentRun, ports: IngestionPorts) -> DocumentRun:
     """Make the new chunk set the searchable one (and drop the old one) atomically; ``ready``."""
     if run.skip:
         return run
-    if not ports.documents.finalize(run.project_id, run.document_id, run.generation):
+    path = ports.documents.finalize(run.project_id, run.document_id, run.generation)
+    if path is None:
         return run.model_copy(update={"skip": True, "reason": SUPERSEDED})
     _cleanup(ports.blobs, run.document_id, run.generation)
-    _publish(ports, c.DETAIL_TYPE_DOCUMENT_READY, run.project_id, run.document_id, error=None)
+    _publish(ports, c.DETAIL_TYPE_DOCUMENT_READY, run.project_id, run.document_id, error=None, path=path)
     return run
 
 
-def _publish(ports: IngestionPorts, detail_type: str, project_id: str, document_id: str, *, error: str | None) -> None:
+def _publish(ports: IngestionPorts, detail_type: str, project_id: str, document_id: str, *, error: str | None,
+             path: str | None = None) -> None:
     """``document.ready`` / ``document.failed`` on the bus: best effort (the document's status is
-    the record; a bus failure is logged, never fails the run)."""
+    the record; a bus failure is logged, never fails the run). ``path`` when the caller has it."""
     if ports.events is None:
         return
     try:
-        path = ports.documents.get(project_id, document_id).path
+        path = path or ports.documents.get(project_id, document_id).path
         detail = {"project_id": project_id, "document_id": document_id, "path": path, "error": error}
         ports.events.publish(detail_type, detail)
     except Exception:
