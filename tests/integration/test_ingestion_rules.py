@@ -4,6 +4,7 @@ recorded on the document, and another project's rules never apply."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,6 +144,32 @@ def test_chunk_settings_precedence_request_then_rule_then_default(rules_admin: A
     assert (plain["chunk_strategy"], plain["chunk_settings_source"], plain["ingestion_rule_id"]) == \
         ("whole", "default", None)
 
+
+def test_a_documents_batch_applies_the_rules_to_each_item(rules_admin: ApiClient, rules_reader: ApiClient) -> None:
+    # Given rules for text/* (size 300) and text/markdown (recursive, 600)
+    broad = rules_admin.post("/v1/ingestion-rules", _rule("text/*", "https://x.example", chunk_strategy="size",
+                                                          chunk_size=300)).json
+    narrow = rules_admin.post("/v1/ingestion-rules", _rule("text/markdown", "https://x.example",
+                                                           chunk_strategy="recursive", chunk_size=600)).json
+    # When one batch creates a markdown text, a plain text and a text with its own chunk fields
+    r = rules_reader.post("/v1/documents/batch", {"documents": [
+        {"path": "/batch-rules/a.md", "content": "Harbour cranes lift containers."},
+        {"path": "/batch-rules/b.txt", "content": "Tugboats push barges upriver."},
+        {"path": "/batch-rules/c.md", "content": "Pilots board ships at the bar.", "chunk_size": 900},
+    ]})
+    # Then each item gets the most specific rule for its own type, and its own fields win
+    assert r.status == 200, r.json
+    md, txt, own = (item["document"] for item in r.json["results"])
+    assert (md["chunk_strategy"], md["chunk_size"], md["ingestion_rule_id"]) == ("recursive", 600, narrow["id"])
+    assert (txt["chunk_strategy"], txt["chunk_size"], txt["ingestion_rule_id"]) == ("size", 300, broad["id"])
+    assert (own["chunk_size"], own["chunk_settings_source"]) == (900, "request")
+    # And all three are ingested under those settings
+    for doc in (md, txt, own):
+        deadline = time.monotonic() + 60
+        while (status := rules_reader.get(f"/v1/documents/{doc['id']}").json["status"]) == "processing" \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status == "ready"
 
 def test_an_upload_with_chunk_fields_keeps_them_over_the_rule(container: Container, rules_admin: ApiClient,
                                                              rules_reader: ApiClient) -> None:
