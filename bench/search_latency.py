@@ -1,7 +1,7 @@
 """Server-side search latency (embedding call excluded) at 10k and 100k facts (+ chunks).
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
-        [--sizes 10000,100000,1000000] [--queries 200] [--sequential] [--json]
+        [--sizes 10000,100000,1000000] [--queries 200] [--sequential] [--json] [--cpu]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
 vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,27 +68,54 @@ def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, 
     return out
 
 
-def postgres_pss_mb(data_dir: Path) -> float:
-    """PostgreSQL's memory now: the proportional set size (shared buffers counted once) of every
-    process whose command line names ``data_dir`` or is a child of its postmaster."""
+def _postgres_processes(data_dir: Path) -> Iterator[tuple[Path, list[str]]]:
+    """``(/proc/<pid>, stat fields after the command name)`` of the postmaster of ``data_dir`` and
+    its children (backends, checkpointer, ...)."""
     pid_file = data_dir / "postmaster.pid"
     if not pid_file.exists():
-        return 0.0
+        return
     postmaster = int(pid_file.read_text().split()[0])
-    total_kb = 0
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(proc.name) != postmaster and int(stat[1]) != postmaster:
-                continue
+            if int(proc.name) == postmaster or int(stat[1]) == postmaster:
+                yield proc, stat
+        except (OSError, IndexError, ValueError):
+            continue
+
+
+def postgres_pss_mb(data_dir: Path) -> float:
+    """PostgreSQL's memory now: the proportional set size (shared buffers counted once) of every
+    process of its postmaster."""
+    total_kb = 0
+    for proc, _ in _postgres_processes(data_dir):
+        try:
             for line in (proc / "smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
                     total_kb += int(line.split()[1])
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
     return total_kb / 1024
+
+
+def postgres_cpu_s(data_dir: Path) -> float:
+    """CPU seconds (user + system) the server's processes have used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    return sum(int(stat[11]) + int(stat[12]) for _, stat in _postgres_processes(data_dir)) / ticks
+
+
+def cpu_per_search(database: Database, data_dir: Path, project_id: str, memory_id: str, queries: list[str]) -> dict[str, float]:
+    """Where one hybrid search's time goes, its statements run one after another on one connection
+    (so nothing overlaps): wall time, this process's CPU and the server's CPU, ms per search."""
+    index = PostgresKnowledgeIndex(database, parallel=False)
+    time_preset(index, project_id, memory_id, queries[:20], "hybrid")
+    server, client, wall = postgres_cpu_s(data_dir), time.process_time(), time.perf_counter()
+    time_preset(index, project_id, memory_id, queries, "hybrid")
+    n = len(queries) / 1000
+    return {"wall_ms": (time.perf_counter() - wall) / n, "client_cpu_ms": (time.process_time() - client) / n,
+            "server_cpu_ms": (postgres_cpu_s(data_dir) - server) / n}
 
 
 def main() -> int:
@@ -97,6 +126,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sequential", action="store_true", help="run the signals one after another on one connection")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also account one hybrid search's CPU per size (client, server; statements one after another)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     texts = synthetic.sentences(args.corpus)
@@ -131,8 +162,9 @@ def main() -> int:
                     row = conn.execute("SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) AS b FROM pg_index i"
                                        " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
                                        " WHERE a.amname = 'hnsw'").fetchone()
+                hnsw_mb = int(row["b"]) / 2**20 if row else 0.0
                 print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s"
-                      f" (HNSW indexes {int(row['b']) / 2**20:.0f} MB, one walk over them {warmed:.0f} s)", file=sys.stderr)
+                      f" (HNSW indexes {hnsw_mb:.0f} MB, one walk over them {warmed:.0f} s)", file=sys.stderr)
                 for preset in ("vector_only", "hybrid"):
                     time_preset(index, project_id, "mem_bench", queries[:20], preset)  # warm caches
                     samples = time_preset(index, project_id, "mem_bench", queries, preset)
@@ -142,6 +174,14 @@ def main() -> int:
                     if args.json:
                         print(json.dumps({"size": size, "preset": preset, "p50_ms": round(statistics.median(samples), 2),
                                           "p95_ms": round(percentile(samples, 95), 2)}), flush=True)
+                if args.cpu:
+                    cpu = cpu_per_search(database, Path(tmp) / "pgdata", project_id, "mem_bench", queries)
+                    print(f"{size:,}: one hybrid search, statements one after another: {cpu['wall_ms']:.1f} ms wall,"
+                          f" {cpu['client_cpu_ms']:.1f} ms CPU here, {cpu['server_cpu_ms']:.1f} ms CPU in PostgreSQL",
+                          file=sys.stderr)
+                    if args.json:
+                        print(json.dumps({"size": size, "preset": "hybrid", "cpu": {k: round(v, 2) for k, v in cpu.items()}}),
+                              flush=True)
                 peak_pg_mb = max(peak_pg_mb, postgres_pss_mb(Path(tmp) / "pgdata"))
             index.close()
             database.close()
