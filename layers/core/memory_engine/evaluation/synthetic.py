@@ -198,7 +198,7 @@ def warm_vector_indexes(conninfo: str, dim: int) -> float:
         conn.execute("SET work_mem = '1GB'")
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         conn.execute("SET hnsw.max_scan_tuples = 2147483647")
-        probe = _vector_text(unit_vectors(np.random.default_rng(0), 1, dim)[0])
+        probe = _vector_text(random_query_vector(0, dim))
         for table, where in _GRAPHS:
             conn.execute(
                 f"SELECT count(*) FROM (SELECT id FROM {table} WHERE {where}"  # noqa: S608 - fixed table names
