@@ -23,6 +23,7 @@ ENV_INGEST_WORKERS = "INGEST_WORKERS"  # local shape: ingestion runs in flight a
 ENV_OCR_ENGINE = "OCR_ENGINE"  # the built-in ocr converter: auto | tesseract | textract | none
 ENV_OCR_LANGUAGES = "OCR_LANGUAGES"  # Tesseract's -l, e.g. eng or deu+eng
 ENV_FOREGROUND_WAIT_MS = "FOREGROUND_WAIT_MS"  # local shape: how long an ingestion model call waits for requests in flight
+ENV_INGEST_YIELD_CORES = "INGEST_YIELD_CORES"  # local shape: ingestion keeps half the cores while requests are in flight
 #: The API's public origin, for URLs the engine hands out (converter callback and download URLs);
 #: locally the engine's own address by default, on AWS the HTTP API's endpoint (set by the CDK app)
 ENV_PUBLIC_URL = "MEMORY_ENGINE_PUBLIC_URL"

@@ -101,6 +101,7 @@ class Settings(BaseSettings):
     state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_STATE_MACHINE_ARN))
     ingest_workers: int | None = Field(None, ge=1, le=64, validation_alias=_env(c.ENV_INGEST_WORKERS))
     foreground_wait_ms: int = Field(0, ge=0, le=5000, validation_alias=_env(c.ENV_FOREGROUND_WAIT_MS))
+    ingest_yield_cores: bool = Field(True, validation_alias=_env(c.ENV_INGEST_YIELD_CORES))
     express_state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_EXPRESS_STATE_MACHINE_ARN))
     extraction_dlq_url: str | None = Field(None, validation_alias=_env(c.ENV_EXTRACTION_DLQ_URL))
     functions_dir: Path | None = Field(None, validation_alias=_env(c.ENV_FUNCTIONS_DIR))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
-from memory_engine.local.priority import ForegroundGate, GatedEmbedder
+from memory_engine.local.priority import CoreYield, ForegroundGate, GatedEmbedder
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
 
 
@@ -70,3 +74,38 @@ def test_ingestion_is_never_starved_and_document_creates_do_not_count() -> None:
             gated.embed_documents(["y"])
             assert time.monotonic() - started < 0.04
     assert gate.counts("GET", "/v1/documents") and gate.counts("POST", "/v1/memory-entries")
+
+
+def test_the_gate_calls_busy_on_the_first_request_and_quiet_after_the_last() -> None:
+    calls: list[str] = []
+    gate = ForegroundGate(0.0, on_busy=lambda: calls.append("busy"), on_quiet=lambda: calls.append("quiet"))
+    with gate.request("POST", "/v1/knowledge/search"):
+        with gate.request("GET", "/v1/health"):
+            assert calls == ["busy"]
+        assert calls == ["busy"]
+    assert calls == ["busy", "quiet"]
+    with gate.request("POST", "/v1/documents"):  # feeds ingestion: not foreground
+        pass
+    assert calls == ["busy", "quiet"]
+
+
+@pytest.mark.skipif(not CoreYield.supported(), reason="needs Linux thread affinity and at least two cores")
+def test_core_yield_moves_every_thread_of_the_process_and_back() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import threading, time\n"
+                              "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+                              "time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(os.listdir(f"/proc/{child.pid}/task")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cores = CoreYield(lambda: child.pid)
+        tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        assert len(tids) >= 2 and cores.background < cores.all
+        cores.narrow()
+        assert all(os.sched_getaffinity(tid) == cores.background for tid in tids)
+        cores.widen()
+        assert all(os.sched_getaffinity(tid) == cores.all for tid in tids)
+    finally:
+        child.kill()
+        child.wait()
+    CoreYield(lambda: child.pid).narrow()  # an exited process: nothing to move, no error

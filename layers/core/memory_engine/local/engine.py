@@ -22,7 +22,7 @@ from memory_engine.local.background import BackgroundService, background_service
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.http_gateway import LocalGateway
 from memory_engine.local.ingestion_process import IngestionProcess
-from memory_engine.local.priority import ForegroundGate, GatedEmbedder, lower_backend_priority
+from memory_engine.local.priority import CoreYield, ForegroundGate, GatedEmbedder, lower_backend_priority
 from memory_engine.local.workers import ForwardingPipelineStarter, WorkerPool, default_workers
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import EmbeddingProvider, Settings
@@ -99,11 +99,15 @@ class LocalEngine:
                 # process's request threads wait for (local/ingestion_process.py).
                 self.ingestion = IngestionProcess(settings, lower_backends=embedded)
                 overrides["pipeline_starter"] = ForwardingPipelineStarter(self.ingestion.starts)
+                if settings.ingest_yield_cores and CoreYield.supported():
+                    # while a request is served, ingestion runs on half the cores (local/priority.py)
+                    cores = CoreYield(lambda: self.ingestion.pid if self.ingestion else None)
+                    gate = ForegroundGate(0.0, on_busy=cores.narrow, on_quiet=cores.widen)
             elif workers > 0 and embedded:
                 # Worker processes serve the API; this process's own connections do background work
                 # (ingestion, extraction, the drop folder), so their backends yield the cores to searches.
                 overrides["database"] = Database(self.database.url, on_connect=lower_backend_priority)
-            if gate is not None and settings.embedding_provider is EmbeddingProvider.LOCAL:
+            if gate is not None and wait_s > 0 and settings.embedding_provider is EmbeddingProvider.LOCAL:
                 # the local model's ingestion calls wait for a quiet moment while requests are served
                 session = OnnxMiniLMEmbedder(threads=1, query_cache_size=0, memory_arena=True)
                 overrides["ingestion_embedder"] = GatedEmbedder(session, gate)
