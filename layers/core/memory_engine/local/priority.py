@@ -67,7 +67,9 @@ class ForegroundGate:
     also call :meth:`wait_quiet` before each model call: while a request is being served, a new call
     waits until it ends, at most ``max_wait_s`` (ingestion is never starved: under a steady stream
     of requests it still makes a call every ``max_wait_s``). Requests that feed ingestion (document
-    creates and uploads) do not count: they are ingestion's own input."""
+    creates and uploads) do not count: they are ingestion's own input. ``on_busy`` / ``on_quiet`` run
+    (under the gate's lock) when the first request starts and the last ends: :class:`CoreYield`'s
+    ``narrow`` and ``widen`` when ingestion runs in a process of its own."""
 
     def __init__(self, max_wait_s: float = 0.2, *, on_busy: Callable[[], None] | None = None,
                  on_quiet: Callable[[], None] | None = None) -> None:
