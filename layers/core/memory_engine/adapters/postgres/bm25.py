@@ -41,6 +41,10 @@ B: Final = 0.75
 DF_CAP: Final = 1_000
 #: ... and for the whole query, rarest lexemes first (planner statistics order them).
 HITS_BUDGET: Final = 600
+#: A lexeme the planner statistics put in more rows of the whole table than this is not read
+#: through the GIN index (its df is its share of the scope, and a bitmap scan reads its whole posting
+#: list, which grows with the table), unless it is the query's rarest.
+SCAN_CAP: Final = 10 * DF_CAP
 #: Rows rescored with their real term frequencies after the tf = 1 pass.
 RESCORE: Final = 60
 #: Weight of a position by its tsvector weight label (B: context, at half weight).
@@ -58,10 +62,12 @@ def bm25_expr(row: str, idf_source: str) -> str:
 
 
 def column_stats_sql(table: str) -> str:
-    """``(elems, freqs)``: the planner's most common lexemes of ``table.search_tsv`` and the share
-    of rows each is in (one row; none before the table was first analyzed)."""
+    """``(elems, freqs, total)``: the planner's most common lexemes of ``table.search_tsv``, the
+    share of rows each is in, and the table's row count estimate (one row; none before the table
+    was first analyzed)."""
     return (
-        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs,"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f" (SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = '{table}'::regclass)::float8 AS total FROM pg_stats"
         f" WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1"
     )
 
@@ -85,19 +91,22 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         WITH stats AS MATERIALIZED ({column_stats_sql(table)}
         ), shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
-                   coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0)::float8 AS share
+                   coalesce((SELECT s.freqs[array_position(s.elems, l.lexeme)] FROM stats s), 0)::float8 AS share,
+                   coalesce((SELECT s.total FROM stats s), 0) AS total
             FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) l(lexeme)
         ), q AS MATERIALIZED (
-            SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord FROM shares
+            SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord,
+                   share * total <= {SCAN_CAP} AS scanned FROM shares
         ), hits AS MATERIALIZED (
-            SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q ORDER BY ord) q
+            SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
             CROSS JOIN LATERAL (
                 SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
             ) h
             LIMIT {HITS_BUDGET}
         ), counted AS (
             SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found,
-                   coalesce(h.found, 0) < {DF_CAP} AND (t.total < {HITS_BUDGET} OR q.ord < t.last) AS complete
+                   (q.scanned OR q.ord = 1) AND coalesce(h.found, 0) < {DF_CAP}
+                   AND (t.total < {HITS_BUDGET} OR q.ord < t.last) AS complete
             FROM q LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme),
                  (SELECT count(*) AS total, coalesce(max(ord), 0) AS last FROM hits) t
         ), idf AS MATERIALIZED (

@@ -1,0 +1,65 @@
+"""The BM25 keyword statement's bounded reads: a lexeme the planner statistics put in more rows of
+the table than ``bm25.SCAN_CAP`` is scored from its share, not read through the GIN index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory_engine.adapters.postgres import bm25
+from memory_engine.bootstrap import Container
+from memory_engine.domain.search_config import PRESETS
+from memory_engine.domain.search_models import SearchRequest
+from memory_engine.services.search_knowledge import search_knowledge
+from tests.support.search_seed import Seeder
+
+COMMON = 40  # facts saying "harbour": common in the table
+
+
+@pytest.fixture(scope="module")
+def world(container: Container) -> dict[str, Any]:
+    seed = Seeder(container, "bm25-bounds")
+    memory = seed.memory("notes")
+    w: dict[str, Any] = {"project_id": seed.project_id, "memory": memory}
+    w["both"] = seed.fact(memory, "the harbour ferry to zanzibar leaves at dawn", embed=False)
+    w["rare_only"] = seed.fact(memory, "zanzibar spice markets open late", embed=False)
+    w["common_only"] = [seed.fact(memory, f"the harbour crane number {i} was painted", embed=False)
+                        for i in range(COMMON)]
+    with container.database.connection() as conn:
+        conn.execute("ANALYZE memory_entries")  # the statement reads lexeme shares from pg_stats
+    return w
+
+
+def keyword(container: Container, w: dict[str, Any], query: str) -> list[str]:
+    request = SearchRequest(query=query, memory_ids=[w["memory"]], limit=50)
+    response = search_knowledge(container.knowledge_index, container.embedder, project_id=w["project_id"],
+                                request=request, config=PRESETS["keyword_only"])
+    return [r.id for r in response.results]
+
+
+def test_a_lexeme_under_the_cap_is_read_and_its_rows_are_candidates(container: Container, world: dict[str, Any]) -> None:
+    found = keyword(container, world, "harbour zanzibar")
+    # every row with either word is a candidate, the row with both first
+    assert found[0] == world["both"]
+    assert set(found) == {world["both"], world["rare_only"], *world["common_only"]}
+
+
+def test_a_lexeme_over_the_cap_is_scored_from_its_share_not_read(
+    container: Container, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given "harbour" is in more rows of the table than the cap
+    monkeypatch.setattr(bm25, "SCAN_CAP", COMMON // 2)
+    found = keyword(container, world, "harbour zanzibar")
+    # Then only the rarer word's rows are candidates, and "harbour" still counts in their scores
+    # (its idf comes from its share of the scope): the row with both words ranks first
+    assert found == [world["both"], world["rare_only"]]
+
+
+def test_the_rarest_lexeme_is_read_even_over_the_cap(
+    container: Container, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given every word of the query is over the cap, the rarest is read all the same
+    monkeypatch.setattr(bm25, "SCAN_CAP", 1)
+    found = keyword(container, world, "harbour")
+    assert world["both"] in found and set(world["common_only"]) <= set(found)
