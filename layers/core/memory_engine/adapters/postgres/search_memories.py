@@ -177,14 +177,20 @@ def split_hubs(
 #: The parts of the entity statement (:func:`entity`), one per CTE. ``{where}`` is the scope,
 #: ``{relevance}`` a row's distance to the query (lower is better).
 #:
+#: links: every link of the anchors, read by entity (the anchors are not hubs, so each has at most
+#: ``HUB_MAX_DEGREE`` links). Materialized, so the most recent of them are picked from this small set:
+#: asked for ``entity_id = ANY(anchors) ORDER BY entry_id DESC LIMIT n`` directly, PostgreSQL may
+#: walk the primary key ``(entry_id, ...)`` backwards looking for them, which reads every link of the
+#: table when the anchors have few (220-460 ms at 1M facts; docs/retrieval.md, "Latency").
+_LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[])"
 #: direct: facts in scope touching an anchor, among the ``ANCHOR_FANOUT_CAP`` most recent links to
-#: any anchor, the ``depth`` most relevant (``{direct_where}``/``{direct_order}`` let a query
-#: vector walk the HNSW index).
+#: any anchor, the ``depth`` most relevant. At most ``ANCHOR_FANOUT_CAP`` rows are ranked, so their
+#: distances are computed exactly and sorted (an ``ORDER BY embedding <=> q`` alone would let the
+#: planner walk the whole table's HNSW graph looking for those few rows).
 _DIRECT = (
     "SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {where}"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-    " AND e.id IN (SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[])"
-    f" ORDER BY ee.entry_id DESC LIMIT {ANCHOR_FANOUT_CAP}){{direct_where}}"
-    " ORDER BY {direct_order} LIMIT %(depth)s"
+    f" AND e.id IN (SELECT entry_id FROM links ORDER BY entry_id DESC LIMIT {ANCHOR_FANOUT_CAP})"
+    " ORDER BY distance NULLS LAST, e.id LIMIT %(depth)s"
 )
 #: bridges: only when the direct facts do not fill the list, the other entities (neither anchors
 #: nor hubs) of the ``BRIDGE_FACTS`` best direct facts, least connected first (their degree
@@ -213,7 +219,8 @@ _TIERS = (
     " ORDER BY tier, degree, distance NULLS LAST, id LIMIT %(depth)s"
 )
 _ENTITY_SQL = (
-    f"WITH direct AS MATERIALIZED ({_DIRECT}), bridges AS ({_BRIDGES}), specific AS ({_SPECIFIC}),"
+    f"WITH links AS MATERIALIZED ({_LINKS}), direct AS MATERIALIZED ({_DIRECT}), bridges AS ({_BRIDGES}),"
+    f" specific AS ({_SPECIFIC}),"
     f" hop AS ({_HOP}) {_TIERS}"
 )
 
@@ -231,15 +238,10 @@ def entity(
     if not anchors:
         return []
     if q.embedding is not None:
-        # exactly `ORDER BY embedding <=> q` (no tie-breakers) so a hub anchor can walk the HNSW index
-        relevance = "(e.embedding <=> %(embedding)s::vector)"
-        direct_order = "e.embedding <=> %(embedding)s::vector"
-        direct_where = " AND e.embedding IS NOT NULL"
+        relevance = "(e.embedding <=> %(embedding)s::vector)"  # NULL (ranked last) for a fact without a vector
     else:
         relevance = f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))" if q.text is not None else "0"
-        direct_order, direct_where = "distance NULLS LAST, e.id", ""
-    sql = _ENTITY_SQL.format(where=scope_sql(scope), relevance=relevance, direct_where=direct_where,
-                             direct_order=direct_order)
+    sql = _ENTITY_SQL.format(where=scope_sql(scope), relevance=relevance)
     params = scope_params(project_id, scope) | {
         "anchors": anchors, "hubs": list(hubs or []),
         "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
