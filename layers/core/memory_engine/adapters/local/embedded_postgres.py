@@ -12,16 +12,44 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-#: Server settings for the embedded PostgreSQL. The stock 128 MB of shared buffers cannot hold the
-#: HNSW index of 100k 384-d vectors (~160 MB), so every search re-reads index pages from the OS
-#: cache; Aurora sizes these from instance memory. Written once into postgresql.auto.conf (what
-#: ALTER SYSTEM writes) when the data directory is created or first adopted.
-SERVER_SETTINGS = {
-    "shared_buffers": "512MB",
-    "effective_cache_size": "2GB",
-    "maintenance_work_mem": "256MB",
-}
+#: The embedded server's buffer cache: a quarter of the machine's memory (PostgreSQL's own guidance
+#: for a dedicated server), at least 512 MB and at most 8 GB, unless ``MEMORY_ENGINE_PG_SHARED_BUFFERS``
+#: says otherwise (a PostgreSQL size, e.g. ``1GB``). Searches read the HNSW graphs and, for the keyword
+#: and entity signals, heap pages all over the tables; 100k facts + 100k chunks are ~1 GB with their
+#: indexes, so a 512 MB cache evicted heap pages on every vector scan and the next keyword statement
+#: read them back from the OS (docs/retrieval.md: hybrid p50 34.0 -> 24.7 ms at 100k with 2 GB).
+#: Aurora sizes its cache from instance memory the same way. The memory is touched only as pages are
+#: cached, so an idle or small engine does not use it.
+SHARED_BUFFERS_ENV = "MEMORY_ENGINE_PG_SHARED_BUFFERS"
+MIN_SHARED_BUFFERS_MB = 512
+MAX_SHARED_BUFFERS_MB = 8192
 _MARKER = "# memory-engine settings"
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory, or the cgroup's limit when a container sets a lower one."""
+    import psutil
+
+    total = int(psutil.virtual_memory().total)
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limit = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return total
+
+
+def server_settings(memory_bytes: int | None = None) -> dict[str, str]:
+    """Settings for the embedded PostgreSQL, sized from ``memory_bytes`` (the machine's by default)."""
+    memory_mb = (machine_memory_bytes() if memory_bytes is None else memory_bytes) // 2**20
+    shared_mb = min(MAX_SHARED_BUFFERS_MB, max(MIN_SHARED_BUFFERS_MB, memory_mb // 4))
+    return {
+        "shared_buffers": os.environ.get(SHARED_BUFFERS_ENV) or f"{shared_mb}MB",
+        "effective_cache_size": f"{max(2048, memory_mb // 2)}MB",
+        "maintenance_work_mem": "256MB",
+    }
 
 
 class EmbeddedPostgres:
@@ -106,13 +134,16 @@ def _forget_dead_handles(pgdata: Path) -> list[int]:
     return []
 
 
-def _write_settings(pgdata: Path) -> None:
-    """Append :data:`SERVER_SETTINGS` to postgresql.auto.conf once (a running server picks them
-    up at its next start)."""
+def _write_settings(pgdata: Path, settings: dict[str, str] | None = None) -> None:
+    """Write :func:`server_settings` into postgresql.auto.conf (what ALTER SYSTEM writes) under our
+    marker, replacing what an earlier start wrote for the same settings, so a data directory follows
+    the machine it runs on; other settings in the file are kept. Read at the server's next start."""
+    settings = server_settings() if settings is None else settings
     conf = pgdata / "postgresql.auto.conf"
     text = conf.read_text() if conf.exists() else ""
-    if _MARKER in text:
-        return
-    lines = [_MARKER] + [f"{name} = '{value}'" for name, value in SERVER_SETTINGS.items()]
-    with conf.open("a") as out:
-        out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(lines) + "\n")
+    kept = [line for line in text.splitlines()
+            if line.strip() != _MARKER and line.split("=", 1)[0].strip() not in settings]
+    lines = kept + [_MARKER] + [f"{name} = '{value}'" for name, value in settings.items()]
+    new_text = "\n".join(lines) + "\n"
+    if new_text != text:
+        conf.write_text(new_text)
