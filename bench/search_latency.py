@@ -1,11 +1,12 @@
 """Server-side search latency (embedding call excluded) at 10k and 100k facts (+ chunks).
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
-        [--sizes 10000,100000,1000000] [--queries 200] [--sequential] [--json] [--cpu]
+        [--sizes 10000,100000,1000000] [--queries 200] [--connections 2,8] [--sequential] [--json] [--cpu]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
 vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
-model never runs) for the `vector_only` and `hybrid` presets over one memory + all documents.
+model never runs) for the `vector_only` and `hybrid` presets over one memory + all documents,
+the presets taking turns every 20 queries.
 Prints p50/p95 per size, the hybrid/vector ratio and the growth from the first to the last size,
 and the peak memory of the run (this process, and PostgreSQL's proportional set size summed over
 its processes, sampled after each size). ``--json`` prints one JSON object per size and preset
@@ -37,6 +38,7 @@ from memory_engine.domain.search_models import SearchRequest  # noqa: E402
 from memory_engine.evaluation import synthetic  # noqa: E402
 from memory_engine.ports.embedder import Embedder  # noqa: E402
 from memory_engine.services.search_knowledge import search_knowledge  # noqa: E402
+from memory_engine.settings import Settings  # noqa: E402
 
 DIM = 384
 
@@ -66,6 +68,30 @@ def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, 
         search_knowledge(index, embedder, project_id=project_id, request=request, config=PRESETS[preset])
         out.append((time.perf_counter() - started) * 1000)
     return out
+
+
+#: The presets timed, and how many queries each runs before the next takes its turn.
+PRESETS_TIMED = ("vector_only", "hybrid")
+CHUNK = 20
+
+Arm = tuple[str, int]  # (preset, search connections)
+
+
+def interleaved(indexes: dict[int, PostgresKnowledgeIndex], project_id: str, memory_id: str, queries: list[str],
+                presets: tuple[str, ...]) -> dict[Arm, list[float]]:
+    """Latencies (ms) over ``queries`` of each preset on each index (by its pool's connections),
+    the arms taking turns every :data:`CHUNK` queries in a rotating order (after :data:`CHUNK` warm-up
+    queries each), so a shared machine's drift over the run weighs on them alike and a ratio of two
+    arms compares like with like."""
+    arms: list[Arm] = [(preset, connections) for connections in indexes for preset in presets]
+    for preset, connections in arms:
+        time_preset(indexes[connections], project_id, memory_id, queries[:CHUNK], preset)  # warm caches
+    samples: dict[Arm, list[float]] = {arm: [] for arm in arms}
+    for turn, start in enumerate(range(0, len(queries), CHUNK)):
+        for preset, connections in arms[turn % len(arms):] + arms[:turn % len(arms)]:
+            chunk = queries[start:start + CHUNK]
+            samples[preset, connections] += time_preset(indexes[connections], project_id, memory_id, chunk, preset)
+    return samples
 
 
 def _postgres_processes(data_dir: Path) -> Iterator[tuple[Path, list[str]]]:
@@ -126,10 +152,14 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sequential", action="store_true", help="run the signals one after another on one connection")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--connections", default=None,
+                        help="search's pool sizes to compare, e.g. 2,8 (interleaved; default: the server's,"
+                             " MEMORY_ENGINE_SEARCH_CONNECTIONS or the cores)")
     parser.add_argument("--cpu", action="store_true",
                         help="also account one hybrid search's CPU per size (client, server; statements one after another)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    pools = [int(c) for c in args.connections.split(",")] if args.connections else [Settings().resolved_search_connections]
     texts = synthetic.sentences(args.corpus)
     queries = [json.loads(line)["text"] for line in args.queries_file.open()] if args.queries_file.exists() \
         else synthetic.FALLBACK
@@ -144,7 +174,9 @@ def main() -> int:
         try:
             migrate(url, embedding_dim=DIM)
             database = Database(url)
-            index = PostgresKnowledgeIndex(database, parallel=not args.sequential)
+            # search's own pool, as the server builds it (bootstrap.search_database)
+            search_databases = {c: Database(url, max_size=c) for c in pools}
+            indexes = {c: PostgresKnowledgeIndex(db, parallel=not args.sequential) for c, db in search_databases.items()}
             with database.connection() as conn:
                 project_id = "proj_bench"
                 conn.execute("INSERT INTO projects (id, name) VALUES (%s, 'bench')", (project_id,))
@@ -165,14 +197,14 @@ def main() -> int:
                 hnsw_mb = int(row["b"]) / 2**20 if row else 0.0
                 print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s"
                       f" (HNSW indexes {hnsw_mb:.0f} MB, one walk over them {warmed:.0f} s)", file=sys.stderr)
-                for preset in ("vector_only", "hybrid"):
-                    time_preset(index, project_id, "mem_bench", queries[:20], preset)  # warm caches
-                    samples = time_preset(index, project_id, "mem_bench", queries, preset)
-                    report[f"{size}:{preset}"] = {
+                samples_of = interleaved(indexes, project_id, "mem_bench", queries, PRESETS_TIMED)
+                for (preset, connections), samples in samples_of.items():
+                    report[f"{size}:{preset}:{connections}"] = {
                         "p50": statistics.median(samples), "p95": percentile(samples, 95), "n": len(samples),
                     }
                     if args.json:
-                        print(json.dumps({"size": size, "preset": preset, "p50_ms": round(statistics.median(samples), 2),
+                        print(json.dumps({"size": size, "preset": preset, "connections": connections,
+                                          "p50_ms": round(statistics.median(samples), 2),
                                           "p95_ms": round(percentile(samples, 95), 2)}), flush=True)
                 if args.cpu:
                     cpu = cpu_per_search(database, Path(tmp) / "pgdata", project_id, "mem_bench", queries)
@@ -183,23 +215,29 @@ def main() -> int:
                         print(json.dumps({"size": size, "preset": "hybrid", "cpu": {k: round(v, 2) for k, v in cpu.items()}}),
                               flush=True)
                 peak_pg_mb = max(peak_pg_mb, postgres_pss_mb(Path(tmp) / "pgdata"))
-            index.close()
+            for index in indexes.values():
+                index.close()
+            for search_database in search_databases.values():
+                search_database.close()
             database.close()
         finally:
             server.stop()
     mode = "sequential (one connection)" if args.sequential else "parallel (thread per signal)"
-    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each\n", file=out)
-    print("| facts + chunks | preset | p50 ms | p95 ms |\n|---|---|---|---|", file=out)
+    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each;"
+          " presets (and pools) taking turns every 20 queries\n", file=out)
+    print("| facts + chunks | preset | search connections | p50 ms | p95 ms |\n|---|---|---|---|---|", file=out)
     for key, row in report.items():
-        size, preset = key.split(":")
-        print(f"| {int(size):,} + {int(size):,} | {preset} | {row['p50']:.1f} | {row['p95']:.1f} |", file=out)
+        size, preset, connections = key.split(":")
+        print(f"| {int(size):,} + {int(size):,} | {preset} | {connections} | {row['p50']:.1f} | {row['p95']:.1f} |",
+              file=out)
     first, last = sizes[0], sizes[-1]
-    for size in sizes:
-        ratio = report[f"{size}:hybrid"]["p95"] / report[f"{size}:vector_only"]["p95"]
-        print(f"\nhybrid/vector p95 ratio at {size:,}: {ratio:.2f}", file=out)
-    if len(sizes) > 1:
-        growth = report[f"{last}:hybrid"]["p95"] / report[f"{first}:hybrid"]["p95"]
-        print(f"hybrid p95 growth {first:,} -> {last:,}: {growth:.2f}x", file=out)
+    for connections in pools:
+        for size in sizes:
+            ratio = report[f"{size}:hybrid:{connections}"]["p95"] / report[f"{size}:vector_only:{connections}"]["p95"]
+            print(f"\nhybrid/vector p95 ratio at {size:,}, {connections} connections: {ratio:.2f}", file=out)
+        if len(sizes) > 1:
+            growth = report[f"{last}:hybrid:{connections}"]["p95"] / report[f"{first}:hybrid:{connections}"]["p95"]
+            print(f"hybrid p95 growth {first:,} -> {last:,}, {connections} connections: {growth:.2f}x", file=out)
     peak_self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory: benchmark process {peak_self_mb:.0f} MB RSS; PostgreSQL {peak_pg_mb:.0f} MB PSS"
           " (all its processes, sampled after each size)", file=out)

@@ -154,10 +154,20 @@ class Container:
 
     # --- knowledge search ---
     @cached_property
+    def search_database(self) -> Database:
+        """Search's own pool of ``resolved_search_connections`` with ``DATABASE_URL`` (its parallel
+        statements then run on as many server processes as there are cores, not on every connection
+        of the shared pool in turn); on AWS the function's pool of two."""
+        s = self.settings
+        if s.database_url:
+            return Database(s.database_url, max_size=s.resolved_search_connections)
+        return self.database
+
+    @cached_property
     def knowledge_index(self) -> KnowledgeIndex:
         from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 
-        return PostgresKnowledgeIndex(self.database)
+        return PostgresKnowledgeIndex(self.search_database)
 
     # --- document ingestion ---
     @cached_property
@@ -351,8 +361,9 @@ class Container:
         return self.embedder.dimensions if "embedder" in self.__dict__ else self.settings.resolved_embedding_dimensions
 
     def close(self) -> None:
-        if "database" in self.__dict__:
-            self.database.close()
+        for name in ("search_database", "database"):
+            if name in self.__dict__:
+                self.__dict__[name].close()
 
 
 #: The file under ``$MEMORY_ENGINE_HOME`` holding the converter-callback HMAC secret (local shape).

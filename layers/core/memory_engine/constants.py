@@ -31,6 +31,7 @@ ENV_PUBLIC_URL = "MEMORY_ENGINE_PUBLIC_URL"
 ENV_CONVERTER_DEADLINE_SECONDS = "CONVERTER_DEADLINE_SECONDS"
 #: Seconds an authenticated API key is cached per process (revocation takes effect within it).
 ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
+ENV_SEARCH_CONNECTIONS = "MEMORY_ENGINE_SEARCH_CONNECTIONS"
 
 # --- AWS-only environment variables (set by the CDK app on each function) ---
 ENV_DATABASE_SECRET_ARN = "DATABASE_SECRET_ARN"  # Secrets Manager secret with host/port/dbname/username

@@ -49,3 +49,23 @@ def test_the_local_container_runs_the_pipeline_and_the_queue_in_process(tmp_path
 def test_with_an_s3_store_there_is_no_upload_inbox(tmp_path: Path) -> None:
     local = LocalContainer(_settings(tmp_path), blob_store=S3BlobStore(object(), "bucket"))
     assert local.upload_inbox is None
+
+
+def test_search_has_its_own_pool_of_one_connection_per_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    container = Container(Settings(MEMORY_ENGINE_HOME=str(tmp_path), DATABASE_URL="postgresql://x/y"))  # type: ignore[call-arg]
+    assert container.search_database is not container.database
+    assert container.search_database._max_size == 6 and container.database._max_size == 8
+    assert container.knowledge_index._database is container.search_database  # type: ignore[attr-defined]
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert Settings().resolved_search_connections == 2  # two at least: a search runs its signals side by side
+    monkeypatch.setenv("MEMORY_ENGINE_SEARCH_CONNECTIONS", "3")
+    assert Settings().resolved_search_connections == 3
+    container.close()  # neither pool was opened: closing is a no-op, not an error
+
+
+def test_on_aws_search_shares_the_functions_pool(tmp_path: Path) -> None:
+    container = Container(Settings(MEMORY_ENGINE_HOME=str(tmp_path),  # type: ignore[call-arg]
+                                   DATABASE_SECRET_ARN="arn:aws:secretsmanager:eu-west-1:123456789012:secret:db"))
+    container.__dict__["database"] = database = object()  # no Secrets Manager here: the pool itself is not built
+    assert container.search_database is database
