@@ -10,8 +10,9 @@ import pytest
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.entries import EntityRef, NewEntry
-from memory_engine.domain.search_config import HYBRID, PRESETS
-from memory_engine.domain.search_models import SearchRequest
+from memory_engine.domain.query_text import DateMention
+from memory_engine.domain.search_config import HYBRID, PRESETS, Signal
+from memory_engine.domain.search_models import MemoryScope, Scopes, SearchRequest, SignalQuery
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.support.api_client import ApiClient
 from tests.support.memories import write
@@ -100,6 +101,39 @@ def test_a_named_date_favours_facts_of_that_day(container: Container, chat: dict
     # "weekend" is in both sessions' turns; the date picks June's
     got = search(container, chat, "What did Melanie do on 9 June, 2023?", limit=7)
     assert got.index(chat["ids"][4]) < got.index(chat["ids"][0])
+
+
+def test_a_named_day_brings_its_facts_when_no_word_matches(container: Container, chat: dict[str, Any]) -> None:
+    # no turn says "happened" or "June": only the date list (that day's facts) can find them
+    request = SearchRequest(query="What happened on 9 June, 2023?", memory_ids=[chat["memory_id"]], limit=10,
+                            signals=["keyword"])
+    got = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
+                           request=request, config=HYBRID)
+    assert {r.id for r in got.results} == set(chat["ids"][4:])
+    assert all(r.signal_ranks == {} for r in got.results)  # the date list is a feature, not a signal
+    without = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
+                               request=request, config=HYBRID.model_copy(update={"date_boost": 0.0}))
+    assert without.results == []
+
+
+@pytest.mark.parametrize("mention", [DateMention(2023, 6, 9), DateMention(2023, 6, None), DateMention(None, 6, None),
+                                     DateMention(2023, None, None)])
+def test_the_date_list_holds_the_named_periods_facts_nearest_first(
+    container: Container, chat: dict[str, Any], mention: DateMention
+) -> None:
+    embedding = container.embedder.embed_query("oil painting of a sunrise")
+    query = SignalQuery(text="painting", embedding=embedding, signals=frozenset(), depth=30, dates=(mention,))
+    ranked = container.knowledge_index.rank(chat["project_id"], query, Scopes(MemoryScope(memory_ids=(chat["memory_id"],)), None))
+    listed = [k[1] for k in ranked.lists[("memory", Signal.DATE)]]
+    if mention.year is None or mention.month is not None:  # June: the second session only
+        assert set(listed) == set(chat["ids"][4:])
+        with container.database.connection() as conn:
+            rows = conn.execute("SELECT id, embedding <=> %s::vector AS distance FROM memory_entries WHERE id = ANY(%s)",
+                                (embedding, listed)).fetchall()
+        distance = {row["id"]: row["distance"] for row in rows}
+        assert listed == sorted(listed, key=lambda i: distance[i])  # nearest to the query first
+    else:  # 2023: both sessions
+        assert set(listed) == set(chat["ids"])
 
 
 def test_neighbours_are_read_even_when_no_signal_lists_them(container: Container, chat: dict[str, Any]) -> None:

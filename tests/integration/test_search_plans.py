@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
+from memory_engine.domain.query_text import DateMention
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import DocumentScope, MemoryScope, SignalQuery
 from memory_engine.evaluation import synthetic
@@ -91,6 +93,14 @@ def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -
         container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats)
     assert "document_chunks_tsv_idx" in explain(
         container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD), stats)
+
+
+def test_a_named_period_reads_facts_through_the_valid_from_index(container: Container, seeded: dict[str, str]) -> None:
+    # a day, a month and a year are ranges on (memory_id, valid_from), never a scan of the memory
+    scope = MemoryScope(memory_ids=(seeded["memory_id"],))
+    for mention in (DateMention(2023, 5, 8), DateMention(2023, 5, None), DateMention(2023, None, None)):
+        q = dataclasses.replace(query(Signal.VECTOR), dates=(mention,))
+        assert "memory_entries_live_idx" in explain(container, mems.dated, seeded["project_id"], scope, q)
 
 
 def test_hub_degrees_walk_the_entity_index(container: Container, seeded: dict[str, str]) -> None:

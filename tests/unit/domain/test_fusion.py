@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -82,6 +82,31 @@ def test_named_subject_and_named_date_add_their_boosts() -> None:
     assert scored["x"] - scored["y"] == pytest.approx(HYBRID.subject_boost + HYBRID.date_boost)
 
 
+def test_a_neighbour_lends_its_signals_not_its_boosts() -> None:
+    # "turn" is Caroline's, named in the query and on the named day; "reply" is Melanie's, right
+    # after it, on another day (a session crossing midnight)
+    may8, may9 = datetime(2023, 5, 8, 23, 50, tzinfo=UTC), datetime(2023, 5, 9, 0, 5, tzinfo=UTC)
+    lists = ranked({"turn": 0.9, "reply": 0.45}, {})
+    cands = {key("turn"): fact(0.9, subject="caroline", valid_from=may8),
+             key("reply"): fact(0.45, previous=(key("turn"),), subject="melanie", valid_from=may9)}
+    scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID, names={"caroline"}, dates=[DateMention(2023, 5, 8)])}
+    # the reply gains 0.3 x the turn's cosine score, not 0.3 x (cosine + subject and date boosts):
+    # who a row is about and when it happened are its own
+    assert scores["reply"] == pytest.approx(0.5 + HYBRID.neighbour_weight * 1.0)
+    assert scores["turn"] == pytest.approx(1.0 + HYBRID.subject_boost + HYBRID.date_boost + HYBRID.neighbour_weight * 0.5)
+
+
+def test_the_date_list_is_a_rank_only_list_with_its_weight() -> None:
+    lists = ranked({"a": 0.8}, {})
+    lists.lists[("memory", Signal.DATE)] = [key("d1"), key("d2")]
+    cands = {key("a"): fact(0.8), key("d1"): fact(0.4), key("d2"): fact(0.4)}
+    scores = {s.key[1]: s.score for s in fuse(lists, cands, HYBRID)}
+    weight = HYBRID.weight(Signal.DATE)
+    assert weight == 0.5
+    assert scores["d1"] == pytest.approx(0.5 + weight * 1.0)
+    assert scores["d2"] == pytest.approx(0.5 + weight * 0.75)
+
+
 def test_a_row_next_to_a_strong_match_gains_from_it() -> None:
     # "q" asks (matches the query), "answer" replies right after it and matches nothing itself
     lists = ranked({"q": 0.9, "other": 0.6, "far": 0.5}, {})
@@ -144,3 +169,30 @@ def test_a_date_mention_matches_what_it_fixes() -> None:
     assert DateMention(2023, 6, 9).matches(when)
     assert not DateMention(2022, 6, None).matches(when)
     assert not DateMention(2023, 6, 9).matches(None)
+
+
+def test_a_date_mention_reads_its_date_in_utc() -> None:
+    # 23:30 in New York on 9 June is 10 June in UTC, where the search statement reads it too
+    evening = datetime(2023, 6, 9, 23, 30, tzinfo=timezone(timedelta(hours=-4)))
+    assert DateMention(2023, 6, 10).matches(evening)
+    assert not DateMention(2023, 6, 9).matches(evening)
+
+
+@pytest.mark.parametrize(("mention", "period"), [
+    (DateMention(2023, None, None), (datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC))),
+    (DateMention(2023, 12, None), (datetime(2023, 12, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC))),
+    (DateMention(2024, 2, 29), (datetime(2024, 2, 29, tzinfo=UTC), datetime(2024, 3, 1, tzinfo=UTC))),
+    (DateMention(2023, 12, 31), (datetime(2023, 12, 31, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC))),
+    (DateMention(None, 6, None), None),  # "in June": any year, no single range
+    (DateMention(None, 6, 9), None),
+])
+def test_a_date_mention_with_a_year_is_one_utc_period(mention: DateMention, period: tuple[datetime, datetime] | None) -> None:
+    assert mention.period() == period
+    if period is not None:  # the period holds exactly what matches()
+        assert mention.matches(period[0]) and not mention.matches(period[1])
+        assert mention.matches(period[1] - timedelta(microseconds=1))
+
+
+def test_a_day_that_does_not_exist_is_an_empty_period() -> None:
+    start, end = DateMention(2023, 6, 31).period() or (None, None)
+    assert start is not None and start == end

@@ -4,12 +4,17 @@ features, and the context of neighbouring rows.
 For each candidate row (the union of every signal's list, plus the conversation or document
 neighbours of the best of them):
 
-    base  = w_vector  * cosine / max                        over this source's vector list
-          + w_keyword * bm25 / max                          over this source's keyword list
-          + w_signal  * (1 - 0.5 * (rank - 1) / len)        for rank-only lists (entity, recency)
-          + subject_boost  if its subject entity is named in the query ("what did Caroline ...")
-          + date_boost     if its valid_from falls on a date the query names ("on 8 May, 2023")
-    score = base + neighbour_weight * max over rows d <= window steps away of decay^(d-1) * base
+    signals = w_vector  * cosine / max                      over this source's vector list
+            + w_keyword * bm25 / max                        over this source's keyword list
+            + w_list    * (1 - 0.5 * (rank - 1) / len)      for rank-only lists (entity, date, recency)
+    base    = signals
+            + subject_boost  if its subject entity is named in the query ("what did Caroline ...")
+            + date_boost     if its valid_from falls on a date the query names ("on 8 May, 2023")
+    score   = base + neighbour_weight * max over rows d <= window steps away of decay^(d-1) * signals(row)
+
+A neighbour lends its signals, not its boosts: who a row is about and when it happened are its
+own (a neighbour that shares them has its own boost), so the other speaker's reply to a turn about
+Caroline is not lifted by Caroline's name.
 
 Why a convex combination and not RRF: RRF sees ranks only, so a keyword list whose tenth row
 barely matches weighs as much as one whose tenth row matches every term; normalized scores keep
@@ -116,17 +121,19 @@ def fuse(
 ) -> list[Scored]:
     """Every candidate scored as the module docstring says, best first. Ties break by how many
     lists have the row, then its best rank, then its key (deterministic)."""
-    base = signal_scores(ranked, candidates, config)
+    evidence = signal_scores(ranked, candidates, config)
+    final = dict(evidence)
     for key, cand in candidates.items():
         if config.subject_boost and names_subject(cand, names):
-            base[key] += config.subject_boost
+            final[key] += config.subject_boost
         if config.date_boost and on_named_date(cand, dates):
-            base[key] += config.date_boost
-    final = dict(base)
+            final[key] += config.date_boost
     if config.neighbour_weight > 0 and config.neighbour_window > 0:
+        # a neighbour lends what the signals found in it, not its query features: who a row is
+        # about and when it happened are its own; a neighbour sharing them gets its own boost
         for key, near in neighbours(candidates, config.neighbour_window).items():
             if near:
-                best = max(base[other] * config.neighbour_decay ** (distance - 1) for other, distance in near)
+                best = max(evidence[other] * config.neighbour_decay ** (distance - 1) for other, distance in near)
                 final[key] += config.neighbour_weight * best
     ranks: dict[ResultKey, dict[ListKey, int]] = {key: {} for key in candidates}
     for name, keys in ranked.lists.items():

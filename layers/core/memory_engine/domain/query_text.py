@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from memory_engine.domain.entities import normalize_entity_name
 
@@ -68,13 +68,34 @@ class DateMention:
     day: int | None = None
 
     def matches(self, when: datetime | None) -> bool:
+        """True when ``when`` falls on this date or in this period, read in UTC (as
+        :meth:`period` and the search statement read it)."""
         if when is None:
             return False
+        if when.tzinfo is not None:
+            when = when.astimezone(UTC)
         return (
             (self.year is None or when.year == self.year)
             and (self.month is None or when.month == self.month)
             and (self.day is None or when.day == self.day)
         )
+
+
+    def period(self) -> tuple[datetime, datetime] | None:
+        """``[start, end)`` in UTC when the year is named (a year, a month of it, a day); None for a
+        month or day of any year ("in June"), which only a month/day comparison can find."""
+        if self.year is None:
+            return None
+        if self.month is None:
+            return datetime(self.year, 1, 1, tzinfo=UTC), datetime(self.year + 1, 1, 1, tzinfo=UTC)
+        if self.day is None:
+            year, month = (self.year + 1, 1) if self.month == 12 else (self.year, self.month + 1)
+            return datetime(self.year, self.month, 1, tzinfo=UTC), datetime(year, month, 1, tzinfo=UTC)
+        try:
+            start = datetime(self.year, self.month, self.day, tzinfo=UTC)
+        except ValueError:  # "31 June": no such day, nothing falls on it
+            return datetime(self.year, self.month, 1, tzinfo=UTC), datetime(self.year, self.month, 1, tzinfo=UTC)
+        return start, start + timedelta(days=1)
 
 
 def date_mentions(query: str) -> list[DateMention]:

@@ -23,6 +23,10 @@ class Signal(str, Enum):
     ENTITY = "entity"
     #: Most recent live facts first; only added when the query could not be embedded.
     RECENCY = "recency"
+    #: Live facts on a date or period the query names, nearest to the query first; only added when
+    #: the query names one and the config has a ``date_boost`` (the boost can only lift a row some
+    #: list found: "what did we discuss on 11 December, 2023?" names the day, not the topic).
+    DATE = "date"
 
 
 #: Signals a caller may ask for (``recency`` is the degraded-mode stand-in, never requested).
@@ -41,10 +45,12 @@ class SearchConfig(BaseModel):
     #: RRF constant (``fusion="rrf"``).
     rrf_k: int = Field(RRF_K, ge=0)
     #: Per-signal weights (missing = 1.0): of the normalized score (convex) or of the RRF term.
-    weights: dict[Signal, float] = Field(default_factory=lambda: {Signal.ENTITY: 0.5})
+    #: The two rank-only lists of rows the query names (an entity, a date) weigh 0.5.
+    weights: dict[Signal, float] = Field(default_factory=lambda: {Signal.ENTITY: 0.5, Signal.DATE: 0.5})
     #: Added when the fact's subject entity is named in the query (convex only).
     subject_boost: float = Field(0.6, ge=0.0)
-    #: Added when the fact's ``valid_from`` falls on a date or period the query names (convex only).
+    #: Added when the fact's ``valid_from`` falls on a date or period the query names (convex only);
+    #: when it is above 0, such facts are also a candidate list of their own (``Signal.DATE``).
     date_boost: float = Field(0.4, ge=0.0)
     #: Neighbour context (convex only): rows up to ``neighbour_window`` steps away in the same
     #: conversation (facts) or document (chunks) lend ``neighbour_weight`` x their score, times

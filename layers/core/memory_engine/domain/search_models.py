@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory_engine.domain.entities import anchor_name
 from memory_engine.domain.globs import glob_to_like, prefix_to_like
+from memory_engine.domain.query_text import DateMention
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.validation import StoredJson, Text, Timestamp
 from memory_engine.domain.vectors import Vector
@@ -280,6 +281,9 @@ class SignalQuery:
     entity_top_k: int = 3
     entity_min_similarity: float = 0.75
     ef_search: int = 40
+    #: Dates and periods the query names, for the date list (``Signal.DATE``); empty when the
+    #: config does not use dates.
+    dates: tuple[DateMention, ...] = ()
     #: ``websearch_to_tsquery`` with its own AND semantics when the caller used its syntax
     #: (quotes, ``or``, ``-term``); otherwise its terms are ORed so a question still matches.
     keyword_strict: bool = False

@@ -130,6 +130,8 @@ def _ranked(
     embedding = query_vector.vector
     if query_vector.embedding_failed:
         signals = (signals - {Signal.VECTOR}) | {Signal.KEYWORD, Signal.ENTITY, Signal.RECENCY}
+    # The date list and the date boost read the same mentions; RRF (search v1) uses neither.
+    dates = date_mentions(request.query) if config.date_boost and config.fusion == "convex" and request.query else []
     query = SignalQuery(
         text=request.query,
         embedding=embedding,
@@ -140,6 +142,7 @@ def _ranked(
         entity_min_similarity=config.entity_min_similarity,
         ef_search=max(config.ef_search, config.depth(request.limit)),
         keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
+        dates=tuple(dates),
     )
     ranked = index.rank(project_id, query, scopes)
     if config.fusion == "rrf":
@@ -148,7 +151,6 @@ def _ranked(
     top = top_keys(ranked, config, config.neighbour_expand) if window else []
     candidates = index.candidates(project_id, scopes, ranked, embedding, top=top, window=window)
     names = frozenset(query.entity_names) if config.subject_boost else frozenset()
-    dates = date_mentions(request.query) if config.date_boost and request.query else []
     return _page(index, project_id, request, fuse(ranked, candidates, config, names=names, dates=dates), embedding, raw=raw)
 
 
@@ -166,7 +168,8 @@ def _page(
         row = rows.get(item.key)
         if row is None:  # deleted between ranking and reading
             continue
-        ranks = {signal.value: rank for (_, signal), rank in item.ranks.items()}
+        # the SPEC's signals (and recency, their degraded stand-in); the date list is part of the date feature
+        ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
         results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
     return results
 

@@ -90,7 +90,7 @@ class ScopeStatsCache:
 #: on AWS, and search's own pool on a two-core machine). Interleaved A/B at 100k facts + 100k
 #: chunks over two connections, 400 hybrid searches each: p50 / p95 15.01 / 19.02 -> 14.64 / 17.99
 #: ms; over five connections no difference (docs/retrieval.md).
-SUBMIT_ORDER: tuple[Signal, ...] = (Signal.ENTITY, Signal.KEYWORD, Signal.VECTOR, Signal.RECENCY)
+SUBMIT_ORDER: tuple[Signal, ...] = (Signal.ENTITY, Signal.KEYWORD, Signal.VECTOR, Signal.DATE, Signal.RECENCY)
 
 
 def _prepare(conn: psycopg.Connection[Any], ef_search: int) -> None:
@@ -141,6 +141,8 @@ class PostgresKnowledgeIndex:
                 return mems.entity(conn, project_id, m, q, anchors, hubs)
 
             tasks[mems.SOURCE, Signal.ENTITY] = entity
+        if q.dates and m is not None:
+            tasks[mems.SOURCE, Signal.DATE] = lambda conn: mems.dated(conn, project_id, m, q)
         if Signal.RECENCY in q.signals and m is not None:
             tasks[mems.SOURCE, Signal.RECENCY] = lambda conn: mems.recency(conn, project_id, m, q.depth)
         return tasks
