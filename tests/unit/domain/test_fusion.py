@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from memory_engine.domain.fusion import fuse, neighbours, top_keys
-from memory_engine.domain.query_text import DateMention, date_mentions
+from memory_engine.domain.query_text import YEARLESS_YEARS, DateMention, date_mentions, periods
 from memory_engine.domain.search_config import HYBRID, KEYWORD_ONLY, PRESETS, VECTOR_ONLY, Signal
 from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey
 
@@ -196,3 +196,19 @@ def test_a_date_mention_with_a_year_is_one_utc_period(mention: DateMention, peri
 def test_a_day_that_does_not_exist_is_an_empty_period() -> None:
     start, end = DateMention(2023, 6, 31).period() or (None, None)
     assert start is not None and start == end
+
+
+def test_periods_merge_overlaps_and_spread_a_yearless_date_over_recent_years() -> None:
+    now = datetime(2026, 12, 4, tzinfo=UTC)
+    # "in 2023" holds "in May 2023": one range
+    assert periods([DateMention(2023, 5, None), DateMention(2023, None, None)], now=now) == [
+        (datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC))]
+    # "on 9 June": that day in each of the last YEARLESS_YEARS years and the next, earliest first
+    spans = periods([DateMention(None, 6, 9)], now=now)
+    assert len(spans) == YEARLESS_YEARS + 1
+    assert spans[0][0] == datetime(2026 - YEARLESS_YEARS + 1, 6, 9, tzinfo=UTC)
+    assert spans[-1] == (datetime(2027, 6, 9, tzinfo=UTC), datetime(2027, 6, 10, tzinfo=UTC))
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+    # no such day, no range; 29 February only in leap years
+    assert periods([DateMention(2023, 6, 31)], now=now) == []
+    assert {start.year for start, _ in periods([DateMention(None, 2, 29)], now=now)} == {2000, 2004, 2008, 2012, 2016, 2020, 2024}

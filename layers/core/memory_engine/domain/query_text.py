@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -117,3 +118,28 @@ def date_mentions(query: str) -> list[DateMention]:
             day = int(day_text) if day_text and 1 <= int(day_text) <= 31 else None
             out.append(DateMention(int(match["year"]) if match["year"] else None, _MONTHS[match["month"].lower()], day))
     return list(dict.fromkeys(out))
+
+
+#: A month or day named without a year ("in June", "on 9 June") is looked for in each of this many
+#: years up to the current one, and in the next: one index range per year, so the statement stays
+#: bounded in any memory (a month/day comparison would read every dated fact of the scope).
+YEARLESS_YEARS = 30
+
+
+def periods(mentions: Sequence[DateMention], *, now: datetime) -> list[tuple[datetime, datetime]]:
+    """The UTC ranges ``[start, end)`` that ``mentions`` name, overlapping ones merged, earliest
+    first; a year-less mention gives one range per year of the last ``YEARLESS_YEARS`` and the next."""
+    spans: list[tuple[datetime, datetime]] = []
+    for mention in mentions:
+        if mention.year is not None:
+            years = [mention]
+        else:
+            years = [DateMention(year, mention.month, mention.day) for year in range(now.year - YEARLESS_YEARS + 1, now.year + 2)]
+        spans.extend(period for m in years if (period := m.period()) is not None and period[0] < period[1])
+    merged: list[tuple[datetime, datetime]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged

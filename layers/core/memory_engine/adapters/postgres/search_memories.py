@@ -7,6 +7,7 @@ What both sides of search share is in :mod:`search_sql`.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import psycopg
@@ -15,7 +16,7 @@ from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
 from memory_engine.adapters.postgres.search_sql import Params, SearchTable
-from memory_engine.domain.query_text import DateMention
+from memory_engine.domain.query_text import periods
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 from memory_engine.domain.vectors import Vector
 
@@ -255,46 +256,29 @@ def entity(
 DATED_CAP = 1_000
 
 
-def dates_sql(dates: tuple[DateMention, ...], alias: str = "e") -> tuple[str, Params]:
-    """The condition "``valid_from`` falls on one of ``dates``" (UTC, as
-    :meth:`DateMention.matches` reads it): a range when the year is named, so the
-    ``(memory_id, valid_from)`` index applies; a month/day comparison for "in June"."""
-    parts: list[str] = []
-    params: Params = {}
-    for i, mention in enumerate(dates):
-        period = mention.period()
-        if period is not None:
-            parts.append(f"({alias}.valid_from >= %(date{i}_from)s AND {alias}.valid_from < %(date{i}_to)s)")
-            params |= {f"date{i}_from": period[0], f"date{i}_to": period[1]}
-        elif mention.month is not None:
-            part = f"extract(month FROM {alias}.valid_from AT TIME ZONE 'UTC') = %(date{i}_month)s"
-            params[f"date{i}_month"] = mention.month
-            if mention.day is not None:
-                part += f" AND extract(day FROM {alias}.valid_from AT TIME ZONE 'UTC') = %(date{i}_day)s"
-                params[f"date{i}_day"] = mention.day
-            parts.append(f"({part})")
-    return " OR ".join(parts) or "false", params
-
-
 def dated(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery) -> list[ResultKey]:
-    """Live facts in scope whose ``valid_from`` falls on a date the query names (``q.dates``),
-    nearest to the query first (most recent first without an embedding); at most ``DATED_CAP``
-    of them are ranked. The date boost of fusion can only lift a row some list found, and a
-    question that names a day ("what did we discuss on 11 December, 2023?") rarely shares words
-    or meaning with that day's facts."""
-    if not q.dates:
+    """Live facts in scope whose ``valid_from`` falls on a date the query names (``q.dates``, as
+    UTC ranges: :func:`memory_engine.domain.query_text.periods`), nearest to the query first (most
+    recent first without an embedding). Each range is one scan of the ``(memory_id, valid_from)``
+    index; at most ``DATED_CAP`` facts are ranked. The date boost of fusion can only lift a row some
+    list found, and a question that names a day ("what did we discuss on 11 December, 2023?")
+    rarely shares words or meaning with that day's facts."""
+    spans = periods(q.dates, now=datetime.now(UTC))
+    if not spans:
         return []
-    condition, params = dates_sql(q.dates)
     if q.embedding is not None:
         order = "d.embedding <=> %(embedding)s::vector NULLS LAST, d.id"
     else:
         order = RECENT_ORDER.replace("e.", "d.")
     sql = (
-        "WITH dated AS MATERIALIZED (SELECT e.id, e.embedding, e.valid_from, e.created_at FROM memory_entries e"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-        f" WHERE {scope_sql(scope)} AND ({condition}) LIMIT {DATED_CAP})"
+        "WITH dated AS MATERIALIZED (SELECT f.* FROM unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) r(lo, hi)"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        " CROSS JOIN LATERAL (SELECT e.id, e.embedding, e.valid_from, e.created_at FROM memory_entries e"
+        f" WHERE {scope_sql(scope)} AND e.valid_from >= r.lo AND e.valid_from < r.hi LIMIT {DATED_CAP}) f LIMIT {DATED_CAP})"
         f" SELECT d.id FROM dated d ORDER BY {order} LIMIT %(depth)s"
     )
-    params |= scope_params(project_id, scope) | {"embedding": q.embedding, "depth": q.depth}
+    params = scope_params(project_id, scope) | {
+        "starts": [start for start, _ in spans], "ends": [end for _, end in spans], "embedding": q.embedding, "depth": q.depth,
+    }
     return search_sql.keys(FACTS, conn.execute(sql, params).fetchall())
 
 
