@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
         [--sizes 10000,100000,1000000] [--queries 200] [--connections 2,8] [--sequential] [--json] [--cpu]
+        [--dated]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
 vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
@@ -11,6 +12,10 @@ Prints p50/p95 per size, the hybrid/vector ratio and the growth from the first t
 and the peak memory of the run (this process, and PostgreSQL's proportional set size summed over
 its processes, sampled after each size). ``--json`` prints one JSON object per size and preset
 (``size``, ``preset``, ``p50_ms``, ``p95_ms``) on stdout and the table on stderr.
+
+``--dated``: after the last size, the facts get dates spread over 2022-2024 and the hybrid preset
+is timed again with each query naming a date in one of the forms the date list reads (a day, a
+month, a year, a month or a day without a year), next to the same queries naming none.
 """
 
 from __future__ import annotations
@@ -144,6 +149,28 @@ def cpu_per_search(database: Database, data_dir: Path, project_id: str, memory_i
             "server_cpu_ms": (postgres_cpu_s(data_dir) - server) / n}
 
 
+#: ``--dated``: (name, suffix) of the query forms that name a date.
+DATED_FORMS = (("no date", ""), ("a day", " on 8 May, 2023"), ("a month", " in May 2023"), ("a year", " in 2023"),
+               ("a month, no year", " in June"), ("a day, no year", " on 9 June"))
+
+
+def time_dated(index: PostgresKnowledgeIndex, database: Database, project_id: str, queries: list[str]) -> dict[str, list[float]]:
+    """Hybrid latencies per :data:`DATED_FORMS` form, after dating every fact (one day of 2022-2024
+    by a hash of its id, 13:00 UTC), the forms taking turns every :data:`CHUNK` queries."""
+    with database.connection() as conn:
+        conn.execute("UPDATE memory_entries SET valid_from = timestamptz '2022-01-01 13:00+00'"
+                     " + (abs(hashtext(id)) % 1095) * interval '1 day'")
+        conn.execute("ANALYZE memory_entries")
+    samples: dict[str, list[float]] = {name: [] for name, _ in DATED_FORMS}
+    for _name, suffix in DATED_FORMS:  # warm-up
+        time_preset(index, project_id, "mem_bench", [q + suffix for q in queries[:CHUNK]], "hybrid")
+    for turn, start in enumerate(range(0, len(queries), CHUNK)):
+        for name, suffix in DATED_FORMS[turn % len(DATED_FORMS):] + DATED_FORMS[:turn % len(DATED_FORMS)]:
+            chunk = [q + suffix for q in queries[start:start + CHUNK]]
+            samples[name] += time_preset(index, project_id, "mem_bench", chunk, "hybrid")
+    return samples
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl")
@@ -155,6 +182,8 @@ def main() -> int:
     parser.add_argument("--connections", default=None,
                         help="search's pool sizes to compare, e.g. 2,8 (interleaved; default: the server's,"
                              " MEMORY_ENGINE_SEARCH_CONNECTIONS or the cores)")
+    parser.add_argument("--dated", action="store_true",
+                        help="after the last size, date the facts and time hybrid queries that name a date")
     parser.add_argument("--cpu", action="store_true",
                         help="also account one hybrid search's CPU per size (client, server; statements one after another)")
     args = parser.parse_args()
@@ -215,6 +244,12 @@ def main() -> int:
                         print(json.dumps({"size": size, "preset": "hybrid", "cpu": {k: round(v, 2) for k, v in cpu.items()}}),
                               flush=True)
                 peak_pg_mb = max(peak_pg_mb, postgres_pss_mb(Path(tmp) / "pgdata"))
+            dated = time_dated(indexes[pools[0]], database, project_id, queries) if args.dated else {}
+            for name, samples in dated.items():
+                if args.json:
+                    print(json.dumps({"size": sizes[-1], "preset": "hybrid", "connections": pools[0], "query_names": name,
+                                      "p50_ms": round(statistics.median(samples), 2),
+                                      "p95_ms": round(percentile(samples, 95), 2)}), flush=True)
             for index in indexes.values():
                 index.close()
             for search_database in search_databases.values():
@@ -238,6 +273,11 @@ def main() -> int:
         if len(sizes) > 1:
             growth = report[f"{last}:hybrid:{connections}"]["p95"] / report[f"{first}:hybrid:{connections}"]["p95"]
             print(f"hybrid p95 growth {first:,} -> {last:,}, {connections} connections: {growth:.2f}x", file=out)
+    if dated:
+        print(f"\nhybrid at {sizes[-1]:,} with dated facts, {pools[0]} connections: queries naming ...\n", file=out)
+        print("| the query names | p50 ms | p95 ms |\n|---|---|---|", file=out)
+        for name, samples in dated.items():
+            print(f"| {name} | {statistics.median(samples):.1f} | {percentile(samples, 95):.1f} |", file=out)
     peak_self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory: benchmark process {peak_self_mb:.0f} MB RSS; PostgreSQL {peak_pg_mb:.0f} MB PSS"
           " (all its processes, sampled after each size)", file=out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -208,7 +209,7 @@ def test_periods_merge_overlaps_and_spread_a_yearless_date_over_recent_years() -
     assert len(spans) == YEARLESS_YEARS + 1
     assert spans[0][0] == datetime(2026 - YEARLESS_YEARS + 1, 6, 9, tzinfo=UTC)
     assert spans[-1] == (datetime(2027, 6, 9, tzinfo=UTC), datetime(2027, 6, 10, tzinfo=UTC))
-    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
     # no such day, no range; 29 February only in leap years
     assert periods([DateMention(2023, 6, 31)], now=now) == []
     assert {start.year for start, _ in periods([DateMention(None, 2, 29)], now=now)} == {2000, 2004, 2008, 2012, 2016, 2020, 2024}
