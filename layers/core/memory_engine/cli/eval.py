@@ -71,7 +71,8 @@ def eval_container(database_url: str | None, cache_dir: Path | None) -> Iterator
 
 
 def parse_variants(specs: list[str]) -> dict[str, Any]:
-    """``NAME=signal:weight,...`` -> {NAME: SearchConfig} (signals with weight 0 are dropped)."""
+    """``NAME=signal:weight,...`` -> {NAME: SearchConfig} (signals with weight 0 are dropped; lists not
+    named, like the date list, keep the hybrid's weights)."""
     from memory_engine.domain.search_config import HYBRID, Signal
 
     out: dict[str, Any] = {}
@@ -79,7 +80,7 @@ def parse_variants(specs: list[str]) -> dict[str, Any]:
         name, _, body = spec.partition("=")
         weights = {Signal(k.strip()): float(v) for k, v in (part.split(":") for part in body.split(",") if part)}
         signals = {s for s, w in weights.items() if w > 0}
-        out[name.strip()] = HYBRID.model_copy(update={"signals": frozenset(signals), "weights": weights})
+        out[name.strip()] = HYBRID.model_copy(update={"signals": frozenset(signals), "weights": HYBRID.weights | weights})
     return out
 
 
