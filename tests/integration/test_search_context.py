@@ -136,6 +136,13 @@ def test_the_date_list_holds_the_named_periods_facts_nearest_first(
         assert set(listed) == set(chat["ids"])
 
 
+def test_without_an_embedding_the_date_list_is_most_recent_first(container: Container, chat: dict[str, Any]) -> None:
+    query = SignalQuery(text="painting", embedding=None, signals=frozenset(), depth=30, dates=(DateMention(2023, 6, 9),))
+    ranked = container.knowledge_index.rank(chat["project_id"], query, Scopes(MemoryScope(memory_ids=(chat["memory_id"],)), None))
+    # the three June turns share their session's date: the last written first
+    assert [k[1] for k in ranked.lists[("memory", Signal.DATE)]] == chat["ids"][6:3:-1]
+
+
 def test_neighbours_are_read_even_when_no_signal_lists_them(container: Container, chat: dict[str, Any]) -> None:
     # keyword only: turn 6 ("Yes, oils on canvas ...", context: turn 5) matches none of these words
     request = SearchRequest(query="sunrise painting over the lake", memory_ids=[chat["memory_id"]], limit=10,
