@@ -28,8 +28,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "layers" / "core"))
@@ -80,23 +81,27 @@ PRESETS_TIMED = ("vector_only", "hybrid")
 CHUNK = 20
 
 Arm = tuple[str, int]  # (preset, search connections)
+A = TypeVar("A")
+
+
+def take_turns(arms: list[A], queries: list[str], run: Callable[[A, list[str]], list[float]]) -> dict[A, list[float]]:
+    """Latencies (ms) of each arm over ``queries``, the arms taking turns every :data:`CHUNK` queries
+    in a rotating order (after :data:`CHUNK` warm-up queries each), so a shared machine's drift over
+    the run weighs on them alike and a ratio of two arms compares like with like."""
+    for arm in arms:
+        run(arm, queries[:CHUNK])  # warm caches
+    samples: dict[A, list[float]] = {arm: [] for arm in arms}
+    for turn, start in enumerate(range(0, len(queries), CHUNK)):
+        for arm in arms[turn % len(arms):] + arms[:turn % len(arms)]:
+            samples[arm] += run(arm, queries[start:start + CHUNK])
+    return samples
 
 
 def interleaved(indexes: dict[int, PostgresKnowledgeIndex], project_id: str, memory_id: str, queries: list[str],
                 presets: tuple[str, ...]) -> dict[Arm, list[float]]:
-    """Latencies (ms) over ``queries`` of each preset on each index (by its pool's connections),
-    the arms taking turns every :data:`CHUNK` queries in a rotating order (after :data:`CHUNK` warm-up
-    queries each), so a shared machine's drift over the run weighs on them alike and a ratio of two
-    arms compares like with like."""
+    """:func:`take_turns` over each preset on each index (by its pool's connections)."""
     arms: list[Arm] = [(preset, connections) for connections in indexes for preset in presets]
-    for preset, connections in arms:
-        time_preset(indexes[connections], project_id, memory_id, queries[:CHUNK], preset)  # warm caches
-    samples: dict[Arm, list[float]] = {arm: [] for arm in arms}
-    for turn, start in enumerate(range(0, len(queries), CHUNK)):
-        for preset, connections in arms[turn % len(arms):] + arms[:turn % len(arms)]:
-            chunk = queries[start:start + CHUNK]
-            samples[preset, connections] += time_preset(indexes[connections], project_id, memory_id, chunk, preset)
-    return samples
+    return take_turns(arms, queries, lambda arm, chunk: time_preset(indexes[arm[1]], project_id, memory_id, chunk, arm[0]))
 
 
 def _postgres_processes(data_dir: Path) -> Iterator[tuple[Path, list[str]]]:
@@ -155,20 +160,15 @@ DATED_FORMS = (("no date", ""), ("a day", " on 8 May, 2023"), ("a month", " in M
 
 
 def time_dated(index: PostgresKnowledgeIndex, database: Database, project_id: str, queries: list[str]) -> dict[str, list[float]]:
-    """Hybrid latencies per :data:`DATED_FORMS` form, after dating every fact (one day of 2022-2024
-    by a hash of its id, 13:00 UTC), the forms taking turns every :data:`CHUNK` queries."""
+    """Hybrid latencies per :data:`DATED_FORMS` form (:func:`take_turns`), after dating every fact
+    (one day of 2022-2024 by a hash of its id, 13:00 UTC)."""
     with database.connection() as conn:
         conn.execute("UPDATE memory_entries SET valid_from = timestamptz '2022-01-01 13:00+00'"
                      " + (abs(hashtext(id)) % 1095) * interval '1 day'")
         conn.execute("ANALYZE memory_entries")
-    samples: dict[str, list[float]] = {name: [] for name, _ in DATED_FORMS}
-    for _name, suffix in DATED_FORMS:  # warm-up
-        time_preset(index, project_id, "mem_bench", [q + suffix for q in queries[:CHUNK]], "hybrid")
-    for turn, start in enumerate(range(0, len(queries), CHUNK)):
-        for name, suffix in DATED_FORMS[turn % len(DATED_FORMS):] + DATED_FORMS[:turn % len(DATED_FORMS)]:
-            chunk = [q + suffix for q in queries[start:start + CHUNK]]
-            samples[name] += time_preset(index, project_id, "mem_bench", chunk, "hybrid")
-    return samples
+    suffixes = dict(DATED_FORMS)
+    return take_turns(list(suffixes), queries, lambda name, chunk: time_preset(
+        index, project_id, "mem_bench", [q + suffixes[name] for q in chunk], "hybrid"))
 
 
 def main() -> int:

@@ -32,6 +32,8 @@ ENV_CONVERTER_DEADLINE_SECONDS = "CONVERTER_DEADLINE_SECONDS"
 #: Seconds an authenticated API key is cached per process (revocation takes effect within it).
 ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
 ENV_SEARCH_CONNECTIONS = "MEMORY_ENGINE_SEARCH_CONNECTIONS"
+#: The embedded PostgreSQL's ``shared_buffers`` (a PostgreSQL size), instead of a quarter of the memory.
+ENV_PG_SHARED_BUFFERS = "MEMORY_ENGINE_PG_SHARED_BUFFERS"
 
 # --- AWS-only environment variables (set by the CDK app on each function) ---
 ENV_DATABASE_SECRET_ARN = "DATABASE_SECRET_ARN"  # Secrets Manager secret with host/port/dbname/username

@@ -81,7 +81,6 @@ class DateMention:
             and (self.day is None or when.day == self.day)
         )
 
-
     def period(self) -> tuple[datetime, datetime] | None:
         """``[start, end)`` in UTC when the year is named (a year, a month of it, a day); None for a
         month or day of any year ("in June"), which only a month/day comparison can find."""

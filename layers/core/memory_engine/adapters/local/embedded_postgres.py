@@ -10,6 +10,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from memory_engine.constants import ENV_PG_SHARED_BUFFERS
+
 logger = logging.getLogger(__name__)
 
 #: The embedded server's buffer cache: a quarter of the machine's memory (PostgreSQL's own guidance
@@ -20,7 +22,7 @@ logger = logging.getLogger(__name__)
 #: read them back from the OS (docs/retrieval.md: hybrid p50 34.0 -> 24.7 ms at 100k with 2 GB).
 #: Aurora sizes its cache from instance memory the same way. The memory is touched only as pages are
 #: cached, so an idle or small engine does not use it.
-SHARED_BUFFERS_ENV = "MEMORY_ENGINE_PG_SHARED_BUFFERS"
+SHARED_BUFFERS_ENV = ENV_PG_SHARED_BUFFERS
 MIN_SHARED_BUFFERS_MB = 512
 MAX_SHARED_BUFFERS_MB = 8192
 _MARKER = "# memory-engine settings"

@@ -266,15 +266,12 @@ def dated(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q:
     spans = periods(q.dates, now=datetime.now(UTC))
     if not spans:
         return []
-    if q.embedding is not None:
-        order = "d.embedding <=> %(embedding)s::vector NULLS LAST, d.id"
-    else:
-        order = RECENT_ORDER.replace("e.", "d.")
+    order = "e.embedding <=> %(embedding)s::vector NULLS LAST, e.id" if q.embedding is not None else RECENT_ORDER
     sql = (
         "WITH dated AS MATERIALIZED (SELECT f.* FROM unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) r(lo, hi)"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         " CROSS JOIN LATERAL (SELECT e.id, e.embedding, e.valid_from, e.created_at FROM memory_entries e"
         f" WHERE {scope_sql(scope)} AND e.valid_from >= r.lo AND e.valid_from < r.hi LIMIT {DATED_CAP}) f LIMIT {DATED_CAP})"
-        f" SELECT d.id FROM dated d ORDER BY {order} LIMIT %(depth)s"
+        f" SELECT e.id FROM dated e ORDER BY {order} LIMIT %(depth)s"
     )
     params = scope_params(project_id, scope) | {
         "starts": [start for start, _ in spans], "ends": [end for _, end in spans], "embedding": q.embedding, "depth": q.depth,
