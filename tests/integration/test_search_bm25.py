@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import PRESETS
 from memory_engine.domain.search_models import SearchRequest
@@ -27,7 +28,10 @@ def world(container: Container) -> dict[str, Any]:
     w["common_only"] = [seed.fact(memory, f"the harbour crane number {i} was painted", embed=False)
                         for i in range(COMMON)]
     with container.database.connection() as conn:
-        conn.execute("ANALYZE memory_entries")  # the statement reads lexeme shares from pg_stats
+        conn.execute("ANALYZE memory_entries")  # the statement reads lexeme shares from pg_stats ...
+    index = container.knowledge_index
+    assert isinstance(index, PostgresKnowledgeIndex)
+    index.forget_statistics()  # ... which the index caches for a few minutes
     return w
 
 

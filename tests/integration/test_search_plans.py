@@ -89,10 +89,13 @@ def test_vector_queries_use_hnsw(container: Container, seeded: dict[str, str]) -
 def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -> None:
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
     stats = (ROWS, 20.0)
+    with container.database.connection() as conn:
+        fact_shares, chunk_shares = mems.column_stats(conn), docs.column_stats(conn)
+    assert fact_shares.total > 0 and chunk_shares.total > 0  # analyzed: the statements see real shares
     assert "memory_entries_tsv_idx" in explain(
-        container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats)
+        container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats, fact_shares)
     assert "document_chunks_tsv_idx" in explain(
-        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD), stats)
+        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD), stats, chunk_shares)
 
 
 def test_a_named_period_reads_facts_through_the_valid_from_index(container: Container, seeded: dict[str, str]) -> None:

@@ -63,6 +63,11 @@ class Database:
         self._on_connect = on_connect
 
     @property
+    def max_size(self) -> int:
+        """The most connections the pool opens."""
+        return self._max_size
+
+    @property
     def timeout(self) -> float:
         """Seconds a request waits for a connection before it fails with :class:`DatabaseError`."""
         return self._timeout

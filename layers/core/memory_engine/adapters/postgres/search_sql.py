@@ -114,13 +114,14 @@ def vector(conn: psycopg.Connection[Any], table: SearchTable, where: str, params
 
 def keyword(
     conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params, q: SignalQuery,
-    stats: tuple[int, float], *, hits_from: str | None = None, hits_scope: str | None = None,
+    stats: tuple[int, float], column: bm25.ColumnStats, *, hits_from: str | None = None, hits_scope: str | None = None,
 ) -> ScoredKeys:
     """The ``q.depth`` best rows within ``where`` by BM25 (:mod:`bm25`), with their scores and the
-    query's idf map; ``hits_from``/``hits_scope`` as in :func:`bm25.keyword_sql`."""
+    query's idf map; ``stats`` are the scope's ``(N, avgdl)``, ``column`` the table's lexeme shares;
+    ``hits_from``/``hits_scope`` as in :func:`bm25.keyword_sql`."""
     sql = bm25.keyword_sql(table=table.table, alias=table.alias, from_sql=table.from_sql, scope_sql=where,
                            hits_from=hits_from, hits_scope=hits_scope)
-    return bm25.rank(conn, sql, params, source=table.source, q=q, stats=stats)
+    return bm25.rank(conn, sql, params, source=table.source, q=q, stats=stats, column=column)
 
 
 def scope_size(conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params) -> tuple[int, float]:
@@ -144,7 +145,7 @@ class Scoring:
 class ScopedSource(Generic[Scope]):
     """What both sources run alike, over one source's table and scope filter (``where(scope)``
     and the ``params(project_id, scope)`` it names): the vector and keyword signals, the scope's
-    BM25 statistics, the candidate reads. ``hits`` may give a cheaper superset of the scope to
+    and the table's BM25 statistics, the candidate reads. ``hits`` may give a cheaper superset of the scope to
     find keyword hits by (:func:`bm25.keyword_sql`); ``neighbours`` and ``columns`` are the
     source's part of :func:`candidate_rows`."""
 
@@ -163,12 +164,17 @@ class ScopedSource(Generic[Scope]):
         """The nearest rows in scope with their cosine similarity, best first."""
         return vector(conn, self.table, self.where(scope), self.params(project_id, scope), q)
 
+    def column_stats(self, conn: psycopg.Connection[Any]) -> bm25.ColumnStats:
+        """The planner's lexeme shares of the source's table (:class:`bm25.ColumnStats`)."""
+        return bm25.column_stats(conn, self.table.table)
+
     def keyword(
-        self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: tuple[int, float]
+        self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: tuple[int, float],
+        column: bm25.ColumnStats,
     ) -> ScoredKeys:
         """The best rows in scope by BM25, with their scores and the query's idf map."""
         hits_from, hits_scope = self.hits(scope) or (None, None)
-        return keyword(conn, self.table, self.where(scope), self.params(project_id, scope), q, stats,
+        return keyword(conn, self.table, self.where(scope), self.params(project_id, scope), q, stats, column,
                        hits_from=hits_from, hits_scope=hits_scope)
 
     def candidate_rows(

@@ -1,0 +1,78 @@
+"""The signal statements of one search run in lanes, one per pooled connection: the same lists as
+one after another, on any pool size, and a failing statement fails the search without keeping a
+connection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memory_engine.adapters.postgres import search_memories as mems
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
+from memory_engine.bootstrap import Container
+from memory_engine.domain.search_config import HYBRID
+from memory_engine.domain.search_models import SearchRequest
+from memory_engine.errors import DatabaseError
+from memory_engine.services.search_knowledge import search_knowledge
+from tests.support.search_seed import Seeder
+
+
+@pytest.fixture(scope="module")
+def world(container: Container) -> dict[str, Any]:
+    seed = Seeder(container, "lanes")
+    mem = seed.memory("notes")
+    seed.fact(mem, "the harbour ferry to zanzibar leaves at dawn", entities=(("zanzibar", "object"),))
+    seed.fact(mem, "zanzibar spice markets open late", entities=(("zanzibar", "subject"),))
+    seed.fact(mem, "the ferry ticket costs twelve dollars")
+    seed.fact(mem, "dawn light over the harbour is the best for photos")
+    seed.document("guides/zanzibar.md", ["Ferries to Zanzibar leave from the harbour at dawn."])
+    return {"project_id": seed.project_id, "memory": mem}
+
+
+@pytest.fixture
+def pools(database_url: str) -> Iterator[dict[int, Database]]:
+    made = {size: Database(database_url, min_size=1, max_size=size) for size in (1, 2, 5)}
+    yield made
+    for database in made.values():
+        database.close()
+
+
+def ranked(index: PostgresKnowledgeIndex, container: Container, w: dict[str, Any]) -> list[tuple[str, float]]:
+    request = SearchRequest(query="when does the zanzibar ferry leave the harbour?", memory_ids=[w["memory"]], limit=10)
+    response = search_knowledge(index, container.embedder, project_id=w["project_id"], request=request, config=HYBRID)
+    return [(r.id, r.score) for r in response.results]
+
+
+def test_lanes_rank_as_statements_one_after_another(
+    container: Container, world: dict[str, Any], pools: dict[int, Database]
+) -> None:
+    expected = ranked(PostgresKnowledgeIndex(pools[2], parallel=False), container, world)
+    assert len(expected) >= 4  # facts and a chunk: every signal and both sources ran
+    for size, database in pools.items():
+        index = PostgresKnowledgeIndex(database)
+        try:
+            assert ranked(index, container, world) == expected, f"pool of {size}"
+        finally:
+            index.close()
+
+
+def test_a_failing_statement_fails_the_search_and_returns_its_connection(
+    container: Container, world: dict[str, Any], pools: dict[int, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = PostgresKnowledgeIndex(pools[2])
+
+    def broken(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        conn.execute("SELECT * FROM no_such_table")
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(mems, "entity", broken)
+            with pytest.raises(DatabaseError):
+                ranked(index, container, world)
+        # both connections are back in the pool and usable: the next search runs in full
+        assert ranked(index, container, world) == ranked(PostgresKnowledgeIndex(pools[1], parallel=False), container, world)
+    finally:
+        index.close()
