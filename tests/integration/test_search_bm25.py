@@ -10,7 +10,7 @@ import pytest
 from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 from memory_engine.bootstrap import Container
-from memory_engine.domain.search_config import PRESETS
+from memory_engine.domain.search_config import HYBRID, PRESETS
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.support.search_seed import Seeder
@@ -67,3 +67,16 @@ def test_the_rarest_lexeme_is_read_even_over_the_cap(
     monkeypatch.setattr(bm25, "SCAN_CAP", 1)
     found = keyword(container, world, "harbour")
     assert world["both"] in found and set(world["common_only"]) <= set(found)
+
+
+def test_a_large_page_gets_a_keyword_list_as_deep_as_the_others(container: Container) -> None:
+    # Given 90 facts that all hold the query's word
+    seed = Seeder(container, "bm25-depth")
+    memory = seed.memory("notes")
+    facts = {seed.fact(memory, f"lighthouse log entry number {i}", embed=False) for i in range(90)}
+    request = SearchRequest(query="lighthouse", memory_ids=[memory], limit=80)
+    response = search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
+                                request=request, config=PRESETS["keyword_only"])
+    # Then the page is full: the exact pass rescores the list's depth (200) and a third, not a fixed 60 rows
+    assert len(response.results) == 80 and {r.id for r in response.results} <= facts
+    assert bm25.rescored(HYBRID.depth(80)) >= HYBRID.depth(80) == 200

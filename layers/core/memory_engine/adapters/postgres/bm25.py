@@ -23,8 +23,8 @@ analyzer as the indexed column). Where the statistics come from, per query and s
   positions, those of weight B (a fact's ``context``) at half weight.
 
 Ranking runs in two stages inside one statement: every row found is scored by the idf of the
-lexemes it was found by (no row is unpacked), then the best ``RESCORE`` rows are rescored
-exactly (every query lexeme, real tf and length) from their tsvector.
+lexemes it was found by (no row is unpacked), then the best :func:`rescored` rows (the list's
+depth and a third) are rescored exactly (every query lexeme, real tf and length) from their tsvector.
 """
 
 from __future__ import annotations
@@ -48,8 +48,14 @@ HITS_BUDGET: Final = 600
 #: through the GIN index (its df is its share of the scope, and a bitmap scan reads its whole posting
 #: list, which grows with the table), unless it is the query's rarest.
 SCAN_CAP: Final = 10 * DF_CAP
-#: Rows rescored with their real term frequencies after the tf = 1 pass.
-RESCORE: Final = 60
+#: Rows rescored with their real term frequencies after the tf = 1 pass: the list's depth and a
+#: third more (:func:`rescored`), so the exact pass can reorder the rows just below the cut.
+RESCORE_HEADROOM: Final = 4 / 3
+
+
+def rescored(depth: int) -> int:
+    """How many of the tf = 1 pass's best rows a list of ``depth`` rows rescores exactly."""
+    return max(1, int(depth * RESCORE_HEADROOM))
 #: Weight of a position by its tsvector weight label (B: context, at half weight).
 POSITION_WEIGHT_SQL: Final = "CASE w WHEN 'B' THEN 0.5 ELSE 1.0 END"
 
@@ -102,7 +108,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
     as ``(id, score, idfs)``; ``idfs`` (the same on every row) maps each scored lexeme to its idf
     so other candidates can be scored alike. Parameters: ``text``, ``strict``, ``n``, ``avgdl``,
-    ``depth``, the table's :class:`ColumnStats` (``shares``, ``total``) and the scope's. With
+    ``depth``, ``rescore``, the table's :class:`ColumnStats` (``shares``, ``total``) and the scope's. With
     ``strict`` (the caller wrote websearch syntax) only rows matching ``websearch_to_tsquery`` are
     ranked. ``hits_from``/``hits_scope`` may be a cheaper
     superset of the scope to find and count rows by (df); the best of them are then checked
@@ -141,13 +147,13 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         ), coarse AS (
             SELECT best.id, best.s FROM (
                 SELECT h.id, sum(i.idf) AS s FROM hits h JOIN idf i USING (lexeme)
-                GROUP BY h.id ORDER BY s DESC, h.id LIMIT {2 * RESCORE if recheck_from else RESCORE}
+                GROUP BY h.id ORDER BY s DESC, h.id LIMIT {"2 * %(rescore)s" if recheck_from else "%(rescore)s"}
             ) best{recheck_from}
-            ORDER BY best.s DESC, best.id LIMIT {RESCORE}
+            ORDER BY best.s DESC, best.id LIMIT %(rescore)s
         ), strict_hits AS (
             SELECT {a}.id FROM {from_sql}
             WHERE %(strict)s AND {scope_sql} AND {a}.search_tsv @@ websearch_to_tsquery('english', %(text)s)
-            LIMIT {RESCORE}
+            LIMIT %(rescore)s
         ), picked AS (
             SELECT id FROM coarse WHERE NOT %(strict)s UNION SELECT id FROM strict_hits
         )
@@ -176,7 +182,8 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
         return ScoredKeys([], [])
     avgdl = max(avgdl, 1.0)
     rows = conn.execute(sql, params | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n,
-                                       "avgdl": avgdl, "shares": column.shares, "total": column.total}).fetchall()
+                                       "avgdl": avgdl, "shares": column.shares, "total": column.total,
+                                       "rescore": rescored(q.depth)}).fetchall()
     idfs = dict(rows[0]["idfs"] or {}) if rows else {}
     return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl)
 
