@@ -77,6 +77,6 @@ def test_a_large_page_gets_a_keyword_list_as_deep_as_the_others(container: Conta
     request = SearchRequest(query="lighthouse", memory_ids=[memory], limit=80)
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
                                 request=request, config=PRESETS["keyword_only"])
-    # Then the page is full: the exact pass rescores the list's depth (200) and a third, not a fixed 60 rows
+    # Then the page is full: the exact pass rescores twice the list's depth (200), not a fixed 60 rows
     assert len(response.results) == 80 and {r.id for r in response.results} <= facts
     assert bm25.rescored(HYBRID.depth(80)) >= HYBRID.depth(80) == 200

@@ -22,9 +22,10 @@ analyzer as the indexed column). Where the statistics come from, per query and s
 - ``|d|`` is ``length(search_tsv)``, the number of distinct lexemes; ``tf`` counts a lexeme's
   positions, those of weight B (a fact's ``context``) at half weight.
 
-Ranking runs in two stages inside one statement: every row found is scored by the idf of the
-lexemes it was found by (no row is unpacked), then the best :func:`rescored` rows (the list's
-depth and a third) are rescored exactly (every query lexeme, real tf and length) from their tsvector.
+Ranking runs in two stages inside one statement: every row found is scored by BM25 with tf = 1
+over the lexemes it was found by (the idf sum, normalized by the row's length; no row is
+unpacked), then the best :func:`rescored` rows (twice the
+list's depth) are rescored exactly (every query lexeme, real tf and length) from their tsvector.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ HITS_BUDGET: Final = 600
 #: through the GIN index (its df is its share of the scope, and a bitmap scan reads its whole posting
 #: list, which grows with the table), unless it is the query's rarest.
 SCAN_CAP: Final = 10 * DF_CAP
-#: Rows rescored with their real term frequencies after the tf = 1 pass: the list's depth and a
-#: third more (:func:`rescored`), so the exact pass can reorder the rows just below the cut.
-RESCORE_HEADROOM: Final = 4 / 3
+#: Rows rescored with their real term frequencies after the tf = 1 pass: twice the list's depth
+#: (:func:`rescored`), so the exact pass can bring up rows from below the cut.
+RESCORE_HEADROOM: Final = 2.0
 
 
 def rescored(depth: int) -> int:
@@ -106,12 +107,12 @@ def column_stats_sql(table: str) -> str:
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
                 hits_scope: str | None = None) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
-    as ``(id, score, idfs)``; ``idfs`` (the same on every row) maps each scored lexeme to its idf
-    so other candidates can be scored alike. Parameters: ``text``, ``strict``, ``n``, ``avgdl``,
-    ``depth``, ``rescore``, the table's :class:`ColumnStats` (``shares``, ``total``) and the scope's. With
-    ``strict`` (the caller wrote websearch syntax) only rows matching ``websearch_to_tsquery`` are
-    ranked. ``hits_from``/``hits_scope`` may be a cheaper
-    superset of the scope to find and count rows by (df); the best of them are then checked
+    as ``(id, score, idfs)``; ``idfs`` (on one row, NULL on the others: the client parses it once)
+    maps each scored lexeme to its idf so other candidates can be scored alike. Parameters:
+    ``text``, ``strict``, ``n``, ``avgdl``, ``depth``, ``rescore``, the table's :class:`ColumnStats`
+    (``shares``, ``total``) and the scope's. With ``strict`` (the caller wrote websearch syntax)
+    only rows matching ``websearch_to_tsquery`` are ranked. ``hits_from``/``hits_scope`` may be a
+    cheaper superset of the scope to find and count rows by (df); the best of them are then checked
     against the full scope before they are rescored."""
     a = alias
     if hits_from:
@@ -128,9 +129,10 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord,
                    share * total <= {SCAN_CAP} AS scanned FROM shares
         ), hits AS MATERIALIZED (
-            SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
+            SELECT q.lexeme, q.ord, h.id, h.len FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
             CROSS JOIN LATERAL (
-                SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
+                SELECT {a}.id, length({a}.search_tsv) AS len FROM {hits_from}
+                WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
             ) h
             LIMIT {HITS_BUDGET}
         ), counted AS (
@@ -146,7 +148,8 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             WHERE df > 0
         ), coarse AS (
             SELECT best.id, best.s FROM (
-                SELECT h.id, sum(i.idf) AS s FROM hits h JOIN idf i USING (lexeme)
+                SELECT h.id, sum(i.idf) * {K1 + 1} / (1 + {K1} * (1 - {B} + {B} * max(h.len) / %(avgdl)s::float8)) AS s
+                FROM hits h JOIN idf i USING (lexeme)
                 GROUP BY h.id ORDER BY s DESC, h.id LIMIT {"2 * %(rescore)s" if recheck_from else "%(rescore)s"}
             ) best{recheck_from}
             ORDER BY best.s DESC, best.id LIMIT %(rescore)s
@@ -157,10 +160,10 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         ), picked AS (
             SELECT id FROM coarse WHERE NOT %(strict)s UNION SELECT id FROM strict_hits
         )
-        SELECT x.id, {bm25_expr("x", "idf i")} AS score,
-               (SELECT json_object_agg(lexeme, idf) FROM idf) AS idfs
-        FROM picked JOIN {table} x ON x.id = picked.id
-        ORDER BY score DESC, x.id LIMIT %(depth)s"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        SELECT id, score, CASE WHEN row_number() OVER () = 1 THEN (SELECT json_object_agg(lexeme, idf) FROM idf) END AS idfs
+        FROM (SELECT x.id, {bm25_expr("x", "idf i")} AS score FROM picked JOIN {table} x ON x.id = picked.id
+              ORDER BY score DESC, x.id LIMIT %(depth)s) ranked
+        ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
 
 
 def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, scope_sql: str,
@@ -184,7 +187,7 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
     rows = conn.execute(sql, params | {"text": q.text, "strict": q.keyword_strict, "depth": q.depth, "n": n,
                                        "avgdl": avgdl, "shares": column.shares, "total": column.total,
                                        "rescore": rescored(q.depth)}).fetchall()
-    idfs = dict(rows[0]["idfs"] or {}) if rows else {}
+    idfs = dict(next((row["idfs"] for row in rows if row["idfs"] is not None), {}))
     return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl)
 
 
@@ -194,11 +197,11 @@ def score_columns(alias: str, *, with_bm25: bool) -> str:
     (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
     a = alias
     bm25_sql = (
-        f"CASE WHEN {a}.id = ANY(%(known_bm25)s::text[]) THEN NULL ELSE "
-        f"{bm25_expr(a, 'unnest(%(lexemes)s::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END"
+        f"CASE WHEN {a}.id = ANY(%(known_bm25)b::text[]) THEN NULL ELSE "
+        f"{bm25_expr(a, 'unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)')} END"
     ) if with_bm25 else "0::float8"
     return (
-        f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.embedding IS NULL OR {a}.id = ANY(%(known_similarity)s::text[])"
+        f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.embedding IS NULL OR {a}.id = ANY(%(known_similarity)b::text[])"
         f" THEN NULL ELSE 1 - ({a}.embedding <=> %(embedding)s::vector) END AS similarity, {bm25_sql} AS bm25"
     )
 

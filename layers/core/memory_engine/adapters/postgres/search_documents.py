@@ -38,9 +38,9 @@ def scope_sql(scope: DocumentScope) -> str:
         "(d.status = 'ready' OR d.ingest_generation > d.active_generation)",
     ]
     if scope.document_ids:
-        parts.append("d.id = ANY(%(document_ids)s::text[])")
+        parts.append("d.id = ANY(%(document_ids)b::text[])")
     if scope.path_patterns:
-        parts.append("d.path LIKE ANY(%(path_patterns)s::text[])")
+        parts.append("d.path LIKE ANY(%(path_patterns)b::text[])")
     return " AND ".join(parts)
 
 
@@ -70,7 +70,7 @@ def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embeddi
 _NEIGHBOURS = (
     " UNION SELECT n.id FROM document_chunks t JOIN document_chunks n ON n.document_id = t.document_id"
     " AND n.generation = t.generation AND n.chunk_index BETWEEN t.chunk_index - %(window)s AND t.chunk_index + %(window)s"
-    " WHERE t.id = ANY(%(top)s::text[]) AND t.project_id = %(project_id)s"
+    " WHERE t.id = ANY(%(top)b::text[]) AND t.project_id = %(project_id)s"
 )
 #: The chunks before ``c`` in its document, nearest first, at most ``%(window)s``.
 _PREVIOUS = (

@@ -44,7 +44,7 @@ def _memories_in_scope(scope: MemoryScope, column: str) -> list[str]:
     """The alternatives (ORed) of "in a searched memory" for the memory id ``column``."""
     which = []
     if scope.memory_ids:
-        which.append(f"{column} = ANY(%(memory_ids)s::text[])")
+        which.append(f"{column} = ANY(%(memory_ids)b::text[])")
     if scope.tag_patterns:
         which.append(search_sql.in_tagged_memories(column))
     return which
@@ -87,7 +87,7 @@ def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQue
     named: list[str] = []
     if q.entity_names:
         rows = conn.execute(
-            "SELECT id FROM entities WHERE project_id = %(project_id)s AND name = ANY(%(names)s::text[]) ORDER BY id",
+            "SELECT id FROM entities WHERE project_id = %(project_id)s AND name = ANY(%(names)b::text[]) ORDER BY id",
             {"project_id": project_id, "names": list(q.entity_names)},
         ).fetchall()
         named = [row["id"] for row in rows]
@@ -149,7 +149,7 @@ def split_hubs(
         for row in conn.execute(
             f"""SELECT a.id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = a.id
                                                      LIMIT {cap}) l) AS links
-                FROM unnest(%(anchors)s::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+                FROM unnest(%(anchors)b::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
             {"anchors": anchors},
         ).fetchall()
     }
@@ -160,7 +160,7 @@ def split_hubs(
             f"""SELECT a.id, (SELECT count(DISTINCT l.entry_id) FROM (
                     SELECT ee.entry_id FROM entry_entities ee JOIN memory_entries e ON e.id = ee.entry_id
                     WHERE ee.entity_id = a.id AND {scope_sql(scope)} LIMIT {cap}) l) AS degree
-                FROM unnest(%(anchors)s::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+                FROM unnest(%(anchors)b::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
             scope_params(project_id, scope) | {"anchors": judged},
         ).fetchall()
         degrees = {row["id"]: int(row["degree"]) for row in rows}
@@ -184,7 +184,7 @@ def split_hubs(
 #: asked for ``entity_id = ANY(anchors) ORDER BY entry_id DESC LIMIT n`` directly, PostgreSQL may
 #: walk the primary key ``(entry_id, ...)`` backwards looking for them, which reads every link of the
 #: table when the anchors have few (220-460 ms at 1M facts; docs/retrieval.md, "Latency").
-_LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)s::text[])"
+_LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)b::text[])"
 #: direct: facts in scope touching an anchor, among the ``ANCHOR_FANOUT_CAP`` most recent links to
 #: any anchor, the ``depth`` most relevant. At most ``ANCHOR_FANOUT_CAP`` rows are ranked, so their
 #: distances are computed exactly and sorted (an ``ORDER BY embedding <=> q`` alone would let the
@@ -202,7 +202,7 @@ _BRIDGES = (
     f" LIMIT {DEGREE_CAP}) capped) AS degree"
     " FROM entry_entities ee WHERE (SELECT count(*) FROM direct) < %(depth)s"
     f" AND ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})"
-    " AND ee.entity_id <> ALL(%(anchors)s::text[]) AND ee.entity_id <> ALL(%(hubs)s::text[])"
+    " AND ee.entity_id <> ALL(%(anchors)b::text[]) AND ee.entity_id <> ALL(%(hubs)b::text[])"
     f" GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}"
 )
 #: specific: the bridges under the degree cap (a bridge to everything is no signal).
@@ -319,7 +319,7 @@ def _neighbours(scope: MemoryScope) -> str:
     return (
         " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
-        " WHERE c.id = ANY(%(top)s::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
+        " WHERE c.id = ANY(%(top)b::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
     )
 
 

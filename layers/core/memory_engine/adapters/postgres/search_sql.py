@@ -64,7 +64,7 @@ def similarity(alias: str) -> str:
 
 def tags_match(column: str) -> str:
     """True when a tag of the ``text[]`` ``column`` matches a pattern of ``%(tag_patterns)s`` (LIKE)."""
-    return f"EXISTS (SELECT 1 FROM unnest({column}) tag WHERE tag LIKE ANY(%(tag_patterns)s::text[]))"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    return f"EXISTS (SELECT 1 FROM unnest({column}) tag WHERE tag LIKE ANY(%(tag_patterns)b::text[]))"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
 
 
 def in_tagged_memories(column: str) -> str:
@@ -199,7 +199,7 @@ def rows_by_id(
     owned = " AND ".join(f"{owner}.project_id = %(project_id)s" for owner in table.owners)
     sql = (
         f"SELECT {table.row_columns} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-        f" WHERE {owned} AND {table.alias}.id = ANY(%(ids)s::text[])"
+        f" WHERE {owned} AND {table.alias}.id = ANY(%(ids)b::text[])"
     )
     return conn.execute(sql, {"project_id": project_id, "ids": ids, "embedding": embedding}).fetchall()
 
@@ -221,7 +221,7 @@ def candidate_rows(
     source's own ``columns``."""
     a = table.alias
     sql = (
-        f"WITH picked AS (SELECT unnest(%(ids)s::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"WITH picked AS (SELECT unnest(%(ids)b::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         f" SELECT {a}.id, {bm25.score_columns(a, with_bm25=bool(scoring.idfs))}, {columns}"
         f" FROM {table.from_sql} WHERE {a}.id IN (SELECT id FROM picked) AND {where}"
     )
