@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from memory_engine.adapters.postgres import bm25
-from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
+from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
-from memory_engine.domain.search_config import HYBRID, PRESETS
-from memory_engine.domain.search_models import SearchRequest
+from memory_engine.domain.search_config import HYBRID, PRESETS, Signal
+from memory_engine.domain.search_models import MemoryScope, SearchRequest, SignalQuery
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.support.search_seed import Seeder
 
@@ -28,10 +28,7 @@ def world(container: Container) -> dict[str, Any]:
     w["common_only"] = [seed.fact(memory, f"the harbour crane number {i} was painted", embed=False)
                         for i in range(COMMON)]
     with container.database.connection() as conn:
-        conn.execute("ANALYZE memory_entries")  # the statement reads lexeme shares from pg_stats ...
-    index = container.knowledge_index
-    assert isinstance(index, PostgresKnowledgeIndex)
-    index.forget_statistics()  # ... which the index caches for a few minutes
+        conn.execute("ANALYZE memory_entries")  # the statement reads lexeme shares from pg_stats
     return w
 
 
@@ -80,3 +77,48 @@ def test_a_large_page_gets_a_keyword_list_as_deep_as_the_others(container: Conta
     # Then the page is full: the exact pass rescores twice the list's depth (200), not a fixed 60 rows
     assert len(response.results) == 80 and {r.id for r in response.results} <= facts
     assert bm25.rescored(HYBRID.depth(80)) >= HYBRID.depth(80) == 200
+
+
+def test_shares_are_read_again_after_an_analyze(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the index cached the lexeme shares of a table that did not hold "lantern" yet
+    seed = Seeder(container, "bm25-analyze")
+    first = seed.memory("before")
+    seed.fact(first, "the quay was rebuilt in stone", embed=False)
+    with container.database.connection() as conn:
+        conn.execute("ANALYZE memory_entries")
+    search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
+                     request=SearchRequest(query="quay", memory_ids=[first]), config=PRESETS["keyword_only"])
+    # When a memory where "lantern" is common is loaded and the table analyzed again
+    later = seed.memory("after")
+    lanterns = [seed.fact(later, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
+    target = seed.fact(later, "a lantern lights the quay at night", embed=False)
+    with container.database.connection() as conn:
+        conn.execute("ANALYZE memory_entries")
+    # Then the next search reads the new shares: "quay" (rare) is read before "lantern" (common), so
+    # with a budget of 10 hits the row holding both is still found and ranks first (with the old
+    # shares "lantern" sorts first as an unknown, spends the budget, and "quay" is never counted)
+    monkeypatch.setattr(bm25, "HITS_BUDGET", 10)
+    response = search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
+                                request=SearchRequest(query="lantern quay", memory_ids=[later]),
+                                config=PRESETS["keyword_only"])
+    assert response.results[0].id == target
+    assert {r.id for r in response.results} <= {target, *lanterns}
+
+
+def test_a_lexeme_the_budget_never_reached_still_counts(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a memory where "lantern" is on every fact and neither word is in the planner statistics
+    # (a name rare in the table but dense in one memory), so "lantern" is read first ...
+    seed = Seeder(container, "bm25-unread")
+    memory = seed.memory("dense")
+    target = seed.fact(memory, "a lantern lights the quay at night", embed=False)
+    for i in range(30):
+        seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False)
+    # ... and spends a budget of 10 hits before "quay" is reached
+    monkeypatch.setattr(bm25, "HITS_BUDGET", 10)
+    query = SignalQuery(text="lantern quay", embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
+    with container.database.connection() as conn:
+        found = mems.keyword(conn, seed.project_id, MemoryScope(memory_ids=(memory,)), query, (31, 6.0),
+                             bm25.ColumnStats("{}", 0.0))
+    # Then "quay" still has an idf (as a rare word) and the fact holding both ranks first
+    assert "quay" in found.idfs and found.idfs["quay"] > found.idfs["lantern"]
+    assert found.keys[0] == (mems.SOURCE, target)

@@ -12,10 +12,12 @@ analyzer as the indexed column). Where the statistics come from, per query and s
 - ``df(t)``: the rows *in the searched scope* containing ``t``, found through the GIN index, at
   most ``DF_CAP`` per lexeme and ``HITS_BUDGET`` per query, rarest lexemes first (their share of
   the column's rows in the planner statistics, ``pg_stats.most_common_elems``, refreshed by
-  autovacuum's analyze and read by the search adapter every few minutes, :class:`ColumnStats`: a
-  lexeme absent from that list is rarer than all in it). A lexeme the budget or
-  the cap cut short counts as the larger of what was found and its share of ``N``. So the work
-  per query is bounded whatever the table's size, and on small scopes df is exact.
+  autovacuum's analyze and read by the search adapter once per analyze, :class:`ColumnStats`: a
+  lexeme absent from that list is rarer than all in it). A lexeme the budget or the cap cut short
+  counts as the larger of what was found and its share of ``N``, and at least one row: a lexeme
+  the budget never reached is one the statistics call rare, not one the scope lacks (a name rare
+  in the table but on every fact of one memory spends the budget before it). So the work per
+  query is bounded whatever the table's size, and on small scopes df is exact.
 - ``N`` and ``avgdl``: the scope's live rows and their average length, from the search
   adapter's scope statistics (cached per scope for a few minutes: an IDF statistic, not a
   result; a result row is always read live).
@@ -84,13 +86,26 @@ class ColumnStats:
 
 def column_stats(conn: psycopg.Connection[Any], table: str) -> ColumnStats:
     """``table``'s :class:`ColumnStats`, read from ``pg_stats`` (refreshed by autovacuum's analyze).
-    The search adapter reads them once per few minutes, not in every keyword statement: read there,
-    they cost 0.7 ms of each statement's 4-5 ms (planning the ``pg_stats`` view, casting its array)."""
+    The search adapter reads them once per :func:`analyzed` version, not in every keyword statement:
+    read there, they cost 0.7 ms of each statement's 4-5 ms (planning the ``pg_stats`` view, casting
+    its array)."""
     row = conn.execute(column_stats_sql(table)).fetchone()
     if row is None:
         return ColumnStats("{}", 0.0)
     shares = dict(zip(row["elems"] or [], (float(f) for f in row["freqs"] or []), strict=False))
     return ColumnStats(json.dumps(shares), float(row["total"] or 0.0))
+
+
+def analyzed(conn: psycopg.Connection[Any], table: str) -> int:
+    """How many times ``table`` has been analyzed, by hand or by autovacuum: the version of its
+    planner statistics (a counter in shared memory, no table is read). Shares cached across an
+    ``ANALYZE`` are wrong in the way that matters most: a lexeme common in rows loaded since is
+    taken for a rare one, read first, and spends the hits budget (LoCoMo, five conversations
+    loaded one after another: keyword-only R@10 0.706 -> 0.431 with the first one's shares)."""
+    row = conn.execute(
+        f"SELECT pg_stat_get_analyze_count('{table}'::regclass) + pg_stat_get_autoanalyze_count('{table}'::regclass) AS n"
+    ).fetchone()
+    return int(row["n"]) if row else 0
 
 
 def column_stats_sql(table: str) -> str:
@@ -143,7 +158,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                  (SELECT count(*) AS total, coalesce(max(ord), 0) AS last FROM hits) t
         ), idf AS MATERIALIZED (
             SELECT lexeme, ln(1 + (greatest(%(n)s, df) - df + 0.5) / (df + 0.5)) AS idf FROM (
-                SELECT lexeme, (CASE WHEN complete THEN found ELSE greatest(found, share * %(n)s) END)::float8 AS df
+                SELECT lexeme, (CASE WHEN complete THEN found ELSE greatest(found, share * %(n)s, 1) END)::float8 AS df
                 FROM counted) c
             WHERE df > 0
         ), coarse AS (

@@ -45,9 +45,9 @@ Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
 _T = TypeVar("_T")
 
 #: How long BM25 statistics are reused: a scope's (row count, mean length) and a table's lexeme
-#: shares (the planner's, which only change when autovacuum analyzes the table). They are
-#: statistics, not results: a few minutes of writes move an idf by a negligible amount, and a
-#: result row is always read live.
+#: shares (the planner's, cached per version of them: a new ``ANALYZE`` is read at once, see
+#: ``bm25.analyzed``). They are statistics, not results: a few minutes of writes move an idf by a
+#: negligible amount, and a result row is always read live.
 SCOPE_STATS_TTL_S = 300.0
 
 _V = TypeVar("_V")
@@ -68,10 +68,6 @@ class StatsCache(Generic[_V]):
         with self._lock:
             hit = self._entries.get(key)
             return hit[1] if hit is not None and time.monotonic() - hit[0] < self._ttl else None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
 
     def get(self, key: tuple[Any, ...], compute: Callable[[], _V]) -> _V:
         """The cached value, or ``compute()`` once: the keyword and entity signals of one search ask
@@ -127,12 +123,6 @@ class PostgresKnowledgeIndex:
         self.scope_stats: StatsCache[tuple[int, float]] = StatsCache()
         self.column_stats: StatsCache[bm25.ColumnStats] = StatsCache()
 
-    def forget_statistics(self) -> None:
-        """Drop the cached BM25 statistics, so the next search reads them anew (after an ``ANALYZE``
-        or a bulk load, rather than waiting out :data:`SCOPE_STATS_TTL_S`)."""
-        self.scope_stats.clear()
-        self.column_stats.clear()
-
     # --- ranking ---------------------------------------------------------------------------
     def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes) -> dict[ListKey, Task]:
         tasks: dict[ListKey, Task] = {}
@@ -146,11 +136,11 @@ class PostgresKnowledgeIndex:
             if m is not None:
                 tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: mems.keyword(
                     conn, project_id, m, q, self._stats(conn, project_id, m),
-                    self.column_stats.get(("memory",), lambda: mems.column_stats(conn)))
+                    self.column_stats.get(("memory", mems.stats_version(conn)), lambda: mems.column_stats(conn)))
             if d is not None:
                 tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: docs.keyword(
                     conn, project_id, d, q, self._stats(conn, project_id, d),
-                    self.column_stats.get(("document",), lambda: docs.column_stats(conn)))
+                    self.column_stats.get(("document", docs.stats_version(conn)), lambda: docs.column_stats(conn)))
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:

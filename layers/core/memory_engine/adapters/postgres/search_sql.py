@@ -168,6 +168,10 @@ class ScopedSource(Generic[Scope]):
         """The planner's lexeme shares of the source's table (:class:`bm25.ColumnStats`)."""
         return bm25.column_stats(conn, self.table.table)
 
+    def stats_version(self, conn: psycopg.Connection[Any]) -> int:
+        """The version of the source table's planner statistics (:func:`bm25.analyzed`)."""
+        return bm25.analyzed(conn, self.table.table)
+
     def keyword(
         self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: tuple[int, float],
         column: bm25.ColumnStats,
