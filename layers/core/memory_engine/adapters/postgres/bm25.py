@@ -26,9 +26,9 @@ analyzer as the indexed column). Where the statistics come from, per query and s
 
 Ranking runs in two stages inside one statement: every row found is scored by the idf of the
 lexemes it was found by (nothing of the row is read: a chunk's tsvector is often stored out of
-line, and reading even its length for every hit cost 0.9 ms of a 3.6 ms statement over SciFact's
-abstracts), then the best :func:`rescored` rows (twice the
-list's depth) are rescored exactly (every query lexeme, real tf and length) from their tsvector.
+line, and reading even its length for every hit made a 3.6 ms statement over SciFact's abstracts
+0.9 ms slower), then the best :func:`rescored` rows (twice the list's depth) are rescored exactly
+(every query lexeme, real tf and length) from their tsvector.
 """
 
 from __future__ import annotations
@@ -55,13 +55,13 @@ SCAN_CAP: Final = 10 * DF_CAP
 #: Rows rescored with their real term frequencies after the tf = 1 pass: twice the list's depth
 #: (:func:`rescored`), so the exact pass can bring up rows from below the cut.
 RESCORE_HEADROOM: Final = 2.0
+#: Weight of a position by its tsvector weight label (B: context, at half weight).
+POSITION_WEIGHT_SQL: Final = "CASE w WHEN 'B' THEN 0.5 ELSE 1.0 END"
 
 
 def rescored(depth: int) -> int:
     """How many of the tf = 1 pass's best rows a list of ``depth`` rows rescores exactly."""
     return max(1, int(depth * RESCORE_HEADROOM))
-#: Weight of a position by its tsvector weight label (B: context, at half weight).
-POSITION_WEIGHT_SQL: Final = "CASE w WHEN 'B' THEN 0.5 ELSE 1.0 END"
 
 
 def bm25_expr(row: str, idf_source: str) -> str:

@@ -135,12 +135,10 @@ class PostgresKnowledgeIndex:
         if Signal.KEYWORD in q.signals and q.text is not None:
             if m is not None:
                 tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: mems.keyword(
-                    conn, project_id, m, q, self._stats(conn, project_id, m),
-                    self.column_stats.get(("memory", mems.stats_version(conn)), lambda: mems.column_stats(conn)))
+                    conn, project_id, m, q, self._stats(conn, project_id, m), self._shares(conn, m))
             if d is not None:
                 tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: docs.keyword(
-                    conn, project_id, d, q, self._stats(conn, project_id, d),
-                    self.column_stats.get(("document", docs.stats_version(conn)), lambda: docs.column_stats(conn)))
+                    conn, project_id, d, q, self._stats(conn, project_id, d), self._shares(conn, d))
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
@@ -176,6 +174,12 @@ class PostgresKnowledgeIndex:
         if isinstance(scope, MemoryScope):
             return self.scope_stats.get(("memory", project_id, scope), lambda: mems.scope_size(conn, project_id, scope))
         return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
+
+    def _shares(self, conn: psycopg.Connection[Any], scope: MemoryScope | DocumentScope) -> bm25.ColumnStats:
+        """The lexeme shares of the scope's table, read once per version of its planner statistics."""
+        if isinstance(scope, MemoryScope):
+            return self.column_stats.get(("memory", mems.stats_version(conn)), lambda: mems.column_stats(conn))
+        return self.column_stats.get(("document", docs.stats_version(conn)), lambda: docs.column_stats(conn))
 
     def candidates(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,
