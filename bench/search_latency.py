@@ -79,6 +79,8 @@ def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, 
 #: The presets timed, and how many queries each runs before the next takes its turn.
 PRESETS_TIMED = ("vector_only", "hybrid")
 CHUNK = 20
+#: The one memory the benchmark seeds and searches.
+MEMORY_ID = "mem_bench"
 
 Arm = tuple[str, int]  # (preset, search connections)
 A = TypeVar("A")
@@ -159,7 +161,8 @@ DATED_FORMS = (("no date", ""), ("a day", " on 8 May, 2023"), ("a month", " in M
                ("a month, no year", " in June"), ("a day, no year", " on 9 June"))
 
 
-def time_dated(index: PostgresKnowledgeIndex, database: Database, project_id: str, queries: list[str]) -> dict[str, list[float]]:
+def time_dated(index: PostgresKnowledgeIndex, database: Database, project_id: str, memory_id: str,
+               queries: list[str]) -> dict[str, list[float]]:
     """Hybrid latencies per :data:`DATED_FORMS` form (:func:`take_turns`), after dating every fact
     (one day of 2022-2024 by a hash of its id, 13:00 UTC)."""
     with database.connection() as conn:
@@ -168,7 +171,7 @@ def time_dated(index: PostgresKnowledgeIndex, database: Database, project_id: st
         conn.execute("ANALYZE memory_entries")
     suffixes = dict(DATED_FORMS)
     return take_turns(list(suffixes), queries, lambda name, chunk: time_preset(
-        index, project_id, "mem_bench", [q + suffixes[name] for q in chunk], "hybrid"))
+        index, project_id, memory_id, [q + suffixes[name] for q in chunk], "hybrid"))
 
 
 def main() -> int:
@@ -209,12 +212,12 @@ def main() -> int:
             with database.connection() as conn:
                 project_id = "proj_bench"
                 conn.execute("INSERT INTO projects (id, name) VALUES (%s, 'bench')", (project_id,))
-                conn.execute("INSERT INTO memories (id, project_id, name) VALUES ('mem_bench', %s, 'bench')", (project_id,))
+                conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'bench')", (MEMORY_ID, project_id))
             loaded = 0
             for size in sizes:
                 started = time.perf_counter()
                 with synthetic.VectorIndexesDeferred(database):
-                    synthetic.load_facts(database, project_id, "mem_bench", texts, size - loaded, dim=DIM)
+                    synthetic.load_facts(database, project_id, MEMORY_ID, texts, size - loaded, dim=DIM)
                     synthetic.load_chunks(database, project_id, texts, size - loaded, dim=DIM, seed=size)
                 synthetic.settle(url)
                 warmed = synthetic.warm_vector_indexes(url, DIM)
@@ -226,7 +229,7 @@ def main() -> int:
                 hnsw_mb = int(row["b"]) / 2**20 if row else 0.0
                 print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s"
                       f" (HNSW indexes {hnsw_mb:.0f} MB, one walk over them {warmed:.0f} s)", file=sys.stderr)
-                samples_of = interleaved(indexes, project_id, "mem_bench", queries, PRESETS_TIMED)
+                samples_of = interleaved(indexes, project_id, MEMORY_ID, queries, PRESETS_TIMED)
                 for (preset, connections), samples in samples_of.items():
                     report[f"{size}:{preset}:{connections}"] = {
                         "p50": statistics.median(samples), "p95": percentile(samples, 95), "n": len(samples),
@@ -236,7 +239,7 @@ def main() -> int:
                                           "p50_ms": round(statistics.median(samples), 2),
                                           "p95_ms": round(percentile(samples, 95), 2)}), flush=True)
                 if args.cpu:
-                    cpu = cpu_per_search(database, Path(tmp) / "pgdata", project_id, "mem_bench", queries)
+                    cpu = cpu_per_search(database, Path(tmp) / "pgdata", project_id, MEMORY_ID, queries)
                     print(f"{size:,}: one hybrid search, statements one after another: {cpu['wall_ms']:.1f} ms wall,"
                           f" {cpu['client_cpu_ms']:.1f} ms CPU here, {cpu['server_cpu_ms']:.1f} ms CPU in PostgreSQL",
                           file=sys.stderr)
@@ -244,7 +247,7 @@ def main() -> int:
                         print(json.dumps({"size": size, "preset": "hybrid", "cpu": {k: round(v, 2) for k, v in cpu.items()}}),
                               flush=True)
                 peak_pg_mb = max(peak_pg_mb, postgres_pss_mb(Path(tmp) / "pgdata"))
-            dated = time_dated(indexes[pools[0]], database, project_id, queries) if args.dated else {}
+            dated = time_dated(indexes[pools[0]], database, project_id, MEMORY_ID, queries) if args.dated else {}
             for name, samples in dated.items():
                 if args.json:
                     print(json.dumps({"size": sizes[-1], "preset": "hybrid", "connections": pools[0], "query_names": name,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
@@ -90,7 +91,7 @@ def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
     stats = (ROWS, 20.0)
     with container.database.connection() as conn:
-        fact_shares, chunk_shares = mems.column_stats(conn), docs.column_stats(conn)
+        fact_shares, chunk_shares = bm25.column_stats(conn, mems.FACTS.table), bm25.column_stats(conn, docs.CHUNKS.table)
     assert fact_shares.total > 0 and chunk_shares.total > 0  # analyzed: the statements see real shares
     assert "memory_entries_tsv_idx" in explain(
         container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats, fact_shares)

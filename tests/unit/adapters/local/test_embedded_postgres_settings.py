@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memory_engine.adapters.local import embedded_postgres as ep
+from memory_engine.constants import ENV_PG_SHARED_BUFFERS
 
 GB = 2**30
 
@@ -17,14 +18,14 @@ GB = 2**30
 )
 def test_shared_buffers_are_a_quarter_of_memory_within_bounds(memory: int, shared: str,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ep.SHARED_BUFFERS_ENV, raising=False)
+    monkeypatch.delenv(ENV_PG_SHARED_BUFFERS, raising=False)
     settings = ep.server_settings(memory)
     assert settings["shared_buffers"] == shared
     assert settings["effective_cache_size"] == f"{max(2048, memory // 2**20 // 2)}MB"
 
 
 def test_the_environment_overrides_shared_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ep.SHARED_BUFFERS_ENV, "1GB")
+    monkeypatch.setenv(ENV_PG_SHARED_BUFFERS, "1GB")
     assert ep.server_settings(24 * GB)["shared_buffers"] == "1GB"
 
 

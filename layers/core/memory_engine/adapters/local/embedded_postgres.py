@@ -22,7 +22,6 @@ logger = logging.getLogger(__name__)
 #: read them back from the OS (docs/retrieval.md: hybrid p50 34.0 -> 24.7 ms at 100k with 2 GB).
 #: Aurora sizes its cache from instance memory the same way. The memory is touched only as pages are
 #: cached, so an idle or small engine does not use it.
-SHARED_BUFFERS_ENV = ENV_PG_SHARED_BUFFERS
 MIN_SHARED_BUFFERS_MB = 512
 MAX_SHARED_BUFFERS_MB = 8192
 _MARKER = "# memory-engine settings"
@@ -48,7 +47,7 @@ def server_settings(memory_bytes: int | None = None) -> dict[str, str]:
     memory_mb = (machine_memory_bytes() if memory_bytes is None else memory_bytes) // 2**20
     shared_mb = min(MAX_SHARED_BUFFERS_MB, max(MIN_SHARED_BUFFERS_MB, memory_mb // 4))
     return {
-        "shared_buffers": os.environ.get(SHARED_BUFFERS_ENV) or f"{shared_mb}MB",
+        "shared_buffers": os.environ.get(ENV_PG_SHARED_BUFFERS) or f"{shared_mb}MB",
         "effective_cache_size": f"{max(2048, memory_mb // 2)}MB",
         "maintenance_work_mem": "256MB",
     }

@@ -43,6 +43,7 @@ from memory_engine.domain.vectors import Vector
 
 Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
 _T = TypeVar("_T")
+_K = TypeVar("_K")
 
 #: How long BM25 statistics are reused: a scope's (row count, mean length) and a table's lexeme
 #: shares (the planner's, cached per version of them: a new ``ANALYZE`` is read at once, see
@@ -135,10 +136,10 @@ class PostgresKnowledgeIndex:
         if Signal.KEYWORD in q.signals and q.text is not None:
             if m is not None:
                 tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: mems.keyword(
-                    conn, project_id, m, q, self._stats(conn, project_id, m), self._shares(conn, m))
+                    conn, project_id, m, q, self._stats(conn, project_id, m), self._shares(conn, mems.FACTS.table))
             if d is not None:
                 tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: docs.keyword(
-                    conn, project_id, d, q, self._stats(conn, project_id, d), self._shares(conn, d))
+                    conn, project_id, d, q, self._stats(conn, project_id, d), self._shares(conn, docs.CHUNKS.table))
         if Signal.ENTITY in q.signals and m is not None:
 
             def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
@@ -160,7 +161,8 @@ class PostgresKnowledgeIndex:
         if not tasks:
             return out
         if self._parallel and len(tasks) > 1:
-            done = self._run_in_lanes(tasks, query.ef_search)
+            order = sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))
+            done = self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search)
             for name in tasks:  # added in the lists' own order, whatever finished first
                 out.add(name, done[name])
             return out
@@ -175,11 +177,9 @@ class PostgresKnowledgeIndex:
             return self.scope_stats.get(("memory", project_id, scope), lambda: mems.scope_size(conn, project_id, scope))
         return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
 
-    def _shares(self, conn: psycopg.Connection[Any], scope: MemoryScope | DocumentScope) -> bm25.ColumnStats:
-        """The lexeme shares of the scope's table, read once per version of its planner statistics."""
-        if isinstance(scope, MemoryScope):
-            return self.column_stats.get(("memory", mems.stats_version(conn)), lambda: mems.column_stats(conn))
-        return self.column_stats.get(("document", docs.stats_version(conn)), lambda: docs.column_stats(conn))
+    def _shares(self, conn: psycopg.Connection[Any], table: str) -> bm25.ColumnStats:
+        """The lexeme shares of ``table``, read once per version of its planner statistics."""
+        return self.column_stats.get((table, bm25.analyzed(conn, table)), lambda: bm25.column_stats(conn, table))
 
     def candidates(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,
@@ -204,8 +204,7 @@ class PostgresKnowledgeIndex:
                 work[source] = partial(docs.candidate_rows, project_id=project_id, scope=scopes.documents, ids=ids,
                                        top=near, window=window, scoring=scoring)
         if self._parallel and len(work) > 1:
-            futures = {source: self._pool().submit(self._run_one, read, ef_search) for source, read in work.items()}
-            results = {source: future.result() for source, future in futures.items()}
+            results = self._run_in_lanes(work, ef_search)
         else:
             results = {source: self._run_one(read, ef_search) for source, read in work.items()}
         vector_scores = ranked.scored(Signal.VECTOR)
@@ -223,16 +222,16 @@ class PostgresKnowledgeIndex:
                 )
         return found
 
-    def _run_in_lanes(self, tasks: dict[ListKey, Task], ef_search: int) -> dict[ListKey, ScoredKeys | list[ResultKey]]:
-        """Every task's result, the tasks run in :data:`SUBMIT_ORDER` by as many lanes as the pool
-        has connections (at most one per task): each lane holds one connection in one transaction
-        and takes the next task until none is left. A task of its own per connection paid a
-        checkout, a check, the settings and a commit each (0.2 ms of CPU; the hybrid runs five)."""
-        pending = deque(sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1])))
+    def _run_in_lanes(self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int) -> dict[_K, _T]:
+        """Every task's result, the tasks taken in their order by as many lanes as the pool has
+        connections (at most one per task): each lane holds one connection in one transaction and
+        takes the next task until none is left. A task of its own per connection paid a checkout, a
+        check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five)."""
+        pending = deque(tasks)
         lock = threading.Lock()
 
-        def lane(conn: psycopg.Connection[Any]) -> dict[ListKey, ScoredKeys | list[ResultKey]]:
-            done: dict[ListKey, ScoredKeys | list[ResultKey]] = {}
+        def lane(conn: psycopg.Connection[Any]) -> dict[_K, _T]:
+            done: dict[_K, _T] = {}
             while True:
                 with lock:
                     if not pending:
@@ -242,7 +241,7 @@ class PostgresKnowledgeIndex:
 
         lanes = min(len(tasks), self._database.max_size, self._max_workers)
         futures = [self._pool().submit(self._run_one, lane, ef_search) for _ in range(lanes)]
-        results: dict[ListKey, ScoredKeys | list[ResultKey]] = {}
+        results: dict[_K, _T] = {}
         for future in futures:
             results.update(future.result())
         return results

@@ -86,7 +86,6 @@ CHUNKS_IN_SCOPE: Final = search_sql.ScopedSource[DocumentScope](
     hits=_project_hits,
 )
 scope_size, vector, keyword = CHUNKS_IN_SCOPE.scope_size, CHUNKS_IN_SCOPE.vector, CHUNKS_IN_SCOPE.keyword
-column_stats, stats_version = CHUNKS_IN_SCOPE.column_stats, CHUNKS_IN_SCOPE.stats_version
 candidate_rows = CHUNKS_IN_SCOPE.candidate_rows
 
 

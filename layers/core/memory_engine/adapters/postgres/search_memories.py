@@ -336,7 +336,6 @@ FACTS_IN_SCOPE: Final = search_sql.ScopedSource[MemoryScope](
     FACTS, scope_sql, scope_params, neighbours=_neighbours, columns=_candidate_columns,
 )
 scope_size, vector, keyword = FACTS_IN_SCOPE.scope_size, FACTS_IN_SCOPE.vector, FACTS_IN_SCOPE.keyword
-column_stats, stats_version = FACTS_IN_SCOPE.column_stats, FACTS_IN_SCOPE.stats_version
 candidate_rows = FACTS_IN_SCOPE.candidate_rows
 
 

@@ -145,7 +145,7 @@ class Scoring:
 class ScopedSource(Generic[Scope]):
     """What both sources run alike, over one source's table and scope filter (``where(scope)``
     and the ``params(project_id, scope)`` it names): the vector and keyword signals, the scope's
-    and the table's BM25 statistics, the candidate reads. ``hits`` may give a cheaper superset of the scope to
+    BM25 statistics, the candidate reads. ``hits`` may give a cheaper superset of the scope to
     find keyword hits by (:func:`bm25.keyword_sql`); ``neighbours`` and ``columns`` are the
     source's part of :func:`candidate_rows`."""
 
@@ -163,14 +163,6 @@ class ScopedSource(Generic[Scope]):
     def vector(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery) -> ScoredKeys:
         """The nearest rows in scope with their cosine similarity, best first."""
         return vector(conn, self.table, self.where(scope), self.params(project_id, scope), q)
-
-    def column_stats(self, conn: psycopg.Connection[Any]) -> bm25.ColumnStats:
-        """The planner's lexeme shares of the source's table (:class:`bm25.ColumnStats`)."""
-        return bm25.column_stats(conn, self.table.table)
-
-    def stats_version(self, conn: psycopg.Connection[Any]) -> int:
-        """The version of the source table's planner statistics (:func:`bm25.analyzed`)."""
-        return bm25.analyzed(conn, self.table.table)
 
     def keyword(
         self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: tuple[int, float],
