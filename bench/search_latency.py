@@ -64,10 +64,14 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, queries: list[str], preset: str) -> list[float]:
+def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, queries: list[str], preset: str,
+                first: int = 0) -> list[float]:
+    """Latencies (ms) of ``queries``, the ``first``-th query of the run first: each query has a
+    vector of its own, seeded by its place in the run (so a query's text and vector stay paired in
+    every arm, and no two queries share a vector)."""
     embedder = NoModel()
     out = []
-    for i, text in enumerate(queries):
+    for i, text in enumerate(queries, start=first):
         vector = synthetic.random_query_vector(1000 + i, DIM).tolist()
         request = SearchRequest(query=text, query_embedding=vector, memory_ids=[memory_id], limit=10)
         started = time.perf_counter()
@@ -86,16 +90,17 @@ Arm = tuple[str, int]  # (preset, search connections)
 A = TypeVar("A")
 
 
-def take_turns(arms: list[A], queries: list[str], run: Callable[[A, list[str]], list[float]]) -> dict[A, list[float]]:
+def take_turns(arms: list[A], queries: list[str], run: Callable[[A, list[str], int], list[float]]) -> dict[A, list[float]]:
     """Latencies (ms) of each arm over ``queries``, the arms taking turns every :data:`CHUNK` queries
     in a rotating order (after :data:`CHUNK` warm-up queries each), so a shared machine's drift over
-    the run weighs on them alike and a ratio of two arms compares like with like."""
+    the run weighs on them alike and a ratio of two arms compares like with like. ``run(arm, chunk,
+    first)`` is told where its chunk starts in ``queries``."""
     for arm in arms:
-        run(arm, queries[:CHUNK])  # warm caches
+        run(arm, queries[:CHUNK], 0)  # warm caches
     samples: dict[A, list[float]] = {arm: [] for arm in arms}
     for turn, start in enumerate(range(0, len(queries), CHUNK)):
         for arm in arms[turn % len(arms):] + arms[:turn % len(arms)]:
-            samples[arm] += run(arm, queries[start:start + CHUNK])
+            samples[arm] += run(arm, queries[start:start + CHUNK], start)
     return samples
 
 
@@ -103,7 +108,8 @@ def interleaved(indexes: dict[int, PostgresKnowledgeIndex], project_id: str, mem
                 presets: tuple[str, ...]) -> dict[Arm, list[float]]:
     """:func:`take_turns` over each preset on each index (by its pool's connections)."""
     arms: list[Arm] = [(preset, connections) for connections in indexes for preset in presets]
-    return take_turns(arms, queries, lambda arm, chunk: time_preset(indexes[arm[1]], project_id, memory_id, chunk, arm[0]))
+    return take_turns(arms, queries, lambda arm, chunk, first: time_preset(
+        indexes[arm[1]], project_id, memory_id, chunk, arm[0], first))
 
 
 def _postgres_processes(data_dir: Path) -> Iterator[tuple[Path, list[str]]]:
@@ -170,8 +176,8 @@ def time_dated(index: PostgresKnowledgeIndex, database: Database, project_id: st
                      " + (abs(hashtext(id)) % 1095) * interval '1 day'")
         conn.execute("ANALYZE memory_entries")
     suffixes = dict(DATED_FORMS)
-    return take_turns(list(suffixes), queries, lambda name, chunk: time_preset(
-        index, project_id, memory_id, [q + suffixes[name] for q in chunk], "hybrid"))
+    return take_turns(list(suffixes), queries, lambda name, chunk, first: time_preset(
+        index, project_id, memory_id, [q + suffixes[name] for q in chunk], "hybrid", first))
 
 
 def main() -> int:

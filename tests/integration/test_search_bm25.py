@@ -122,3 +122,30 @@ def test_a_lexeme_the_budget_never_reached_still_counts(container: Container, mo
     # Then "quay" still has an idf (as a rare word) and the fact holding both ranks first
     assert "quay" in found.idfs and found.idfs["quay"] > found.idfs["lantern"]
     assert found.keys[0] == (mems.SOURCE, target)
+
+
+def test_a_keyword_statement_reports_shares_read_before_an_analyze(container: Container) -> None:
+    # Given shares read at the table's current statistics version
+    seed = Seeder(container, "bm25-version")
+    memory = seed.memory("versioned")
+    seed.fact(memory, "a lantern lights the quay at night", embed=False)
+    scope = MemoryScope(memory_ids=(memory,))
+    with container.database.connection() as conn:
+        conn.execute("ANALYZE memory_entries")
+    with container.database.connection() as conn:
+        current = bm25.column_stats(conn, mems.FACTS.table)
+        assert current.analyzed is not None and current.analyzed == bm25.analyzed(conn, mems.FACTS.table)
+
+    def keyword(text: str, column: bm25.ColumnStats) -> list[Any]:
+        query = SignalQuery(text=text, embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
+        with container.database.connection() as conn:
+            return mems.keyword(conn, seed.project_id, scope, query, (1, 6.0), column).keys
+
+    # Then statements given them answer, with rows or without
+    assert keyword("lantern", current) and keyword("harbour", current) == []
+    # And once the table is analyzed again (by another session), both report the shares outdated
+    with container.database.connection() as conn:
+        conn.execute("ANALYZE memory_entries")
+    for text in ("lantern", "harbour"):
+        with pytest.raises(bm25.SharesOutdated):
+            keyword(text, current)

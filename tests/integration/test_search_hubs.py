@@ -95,10 +95,10 @@ def test_split_hubs_uses_capped_counts(container: Container, world: dict[str, An
     scope = MemoryScope(memory_ids=(world["big"],))
     anchors = [world["kayak_entity"], world["user"]]
     with container.database.connection() as conn:
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors) == ([world["kayak_entity"]], [world["user"]])
+        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])
         small = MemoryScope(memory_ids=(world["small"],))
-        assert mems.split_hubs(conn, world["project_id"], small, anchors) == (anchors, [])
-        assert mems.split_hubs(conn, world["project_id"], scope, []) == ([], [])
+        assert mems.split_hubs(conn, world["project_id"], small, anchors, size=3) == (anchors, [])
+        assert mems.split_hubs(conn, world["project_id"], scope, [], size=27) == ([], [])
 
 
 def test_an_anchor_beyond_the_absolute_cap_is_a_hub_whatever_the_share(
@@ -110,5 +110,16 @@ def test_an_anchor_beyond_the_absolute_cap_is_a_hub_whatever_the_share(
     scope = MemoryScope(memory_ids=(world["big"], world["small"]))
     anchors = [world["user"], world["kayak_entity"]]
     with container.database.connection() as conn:
-        # Then "user" (29 facts) is a hub and "kayak" (2) is not
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors) == ([world["kayak_entity"]], [world["user"]])
+        # Then "user" (30 facts) is a hub and "kayak" (2) is not
+        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=30) == ([world["kayak_entity"]], [world["user"]])
+
+
+def test_an_anchor_is_judged_against_the_scope_size_given(container: Container, world: dict[str, Any]) -> None:
+    # Given "user" links 30 facts (27 in the big memory, 3 in the small one), between the hub floor and cap
+    scope = MemoryScope(memory_ids=(world["big"],))
+    anchors = [world["kayak_entity"], world["user"]]
+    with container.database.connection() as conn:
+        # When the scope holds 1,000 facts, 20 % of it is more than all of its links: not a hub
+        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=1_000) == (anchors, [])
+        # And with the scope's real size (27 facts) it is one
+        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])

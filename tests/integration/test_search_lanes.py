@@ -69,7 +69,7 @@ def test_a_failing_statement_fails_the_search_and_returns_its_connection(
 
     try:
         with monkeypatch.context() as patch:
-            patch.setattr(mems, "entity", broken)
+            patch.setattr(mems, "entity_signal", broken)
             with pytest.raises(DatabaseError):
                 ranked(index, container, world)
         # both connections are back in the pool and usable: the next search runs in full

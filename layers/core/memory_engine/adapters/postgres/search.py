@@ -12,6 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -45,18 +46,17 @@ Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
 _T = TypeVar("_T")
 _K = TypeVar("_K")
 
-#: How long BM25 statistics are reused: a scope's (row count, mean length) and a table's lexeme
-#: shares (the planner's, cached per version of them: a new ``ANALYZE`` is read at once, see
-#: ``bm25.analyzed``). They are statistics, not results: a few minutes of writes move an idf by a
-#: negligible amount, and a result row is always read live.
+#: How long a scope's BM25 statistics (row count, mean length) are reused. They are statistics, not
+#: results: a few minutes of writes move an idf by a negligible amount, and a result row is always
+#: read live. (A table's lexeme shares are kept until the table is analyzed again: ``_keyword``.)
 SCOPE_STATS_TTL_S = 300.0
 
 _V = TypeVar("_V")
 
 
 class StatsCache(Generic[_V]):
-    """A statistic per key (``(N, avgdl)`` per source, project and scope; lexeme shares per table),
-    computed at most once per TTL per process."""
+    """A statistic per key (``(N, avgdl)`` per source, project and scope), computed at most once
+    per TTL per process."""
 
     def __init__(self, ttl_s: float = SCOPE_STATS_TTL_S, max_entries: int = 1024) -> None:
         self._ttl = ttl_s
@@ -122,7 +122,8 @@ class PostgresKnowledgeIndex:
         self._max_workers = max_workers
         self._executor: ThreadPoolExecutor | None = None
         self.scope_stats: StatsCache[tuple[int, float]] = StatsCache()
-        self.column_stats: StatsCache[bm25.ColumnStats] = StatsCache()
+        self._column_stats: dict[str, bm25.ColumnStats] = {}
+        self._column_stats_lock = threading.Lock()
 
     # --- ranking ---------------------------------------------------------------------------
     def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes) -> dict[ListKey, Task]:
@@ -135,20 +136,14 @@ class PostgresKnowledgeIndex:
                 tasks[docs.SOURCE, Signal.VECTOR] = lambda conn: docs.vector(conn, project_id, d, q)
         if Signal.KEYWORD in q.signals and q.text is not None:
             if m is not None:
-                tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: mems.keyword(
-                    conn, project_id, m, q, self._stats(conn, project_id, m), self._shares(conn, mems.FACTS.table))
+                tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: self._keyword(conn, mems.FACTS.table, partial(
+                    mems.keyword, conn, project_id, m, q, self._stats(conn, project_id, m)))
             if d is not None:
-                tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: docs.keyword(
-                    conn, project_id, d, q, self._stats(conn, project_id, d), self._shares(conn, docs.CHUNKS.table))
+                tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: self._keyword(conn, docs.CHUNKS.table, partial(
+                    docs.keyword, conn, project_id, d, q, self._stats(conn, project_id, d)))
         if Signal.ENTITY in q.signals and m is not None:
-
-            def entity(conn: psycopg.Connection[Any]) -> list[ResultKey]:
-                found = mems.anchor_entities(conn, project_id, q)
-                size = self._stats(conn, project_id, m)[0] if found else None
-                anchors, hubs = mems.split_hubs(conn, project_id, m, found, size=size)
-                return mems.entity(conn, project_id, m, q, anchors, hubs)
-
-            tasks[mems.SOURCE, Signal.ENTITY] = entity
+            tasks[mems.SOURCE, Signal.ENTITY] = lambda conn: mems.entity_signal(
+                conn, project_id, m, q, size=self._stats(conn, project_id, m)[0])
         if q.dates and m is not None:
             tasks[mems.SOURCE, Signal.DATE] = lambda conn: mems.dated(conn, project_id, m, q)
         if Signal.RECENCY in q.signals and m is not None:
@@ -177,9 +172,26 @@ class PostgresKnowledgeIndex:
             return self.scope_stats.get(("memory", project_id, scope), lambda: mems.scope_size(conn, project_id, scope))
         return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
 
-    def _shares(self, conn: psycopg.Connection[Any], table: str) -> bm25.ColumnStats:
-        """The lexeme shares of ``table``, read once per version of its planner statistics."""
-        return self.column_stats.get((table, bm25.analyzed(conn, table)), lambda: bm25.column_stats(conn, table))
+    def _keyword(self, conn: psycopg.Connection[Any], table: str,
+                 run: Callable[[bm25.ColumnStats], ScoredKeys]) -> ScoredKeys:
+        """``run`` (a keyword statement) with ``table``'s lexeme shares as last read. The statement
+        reports the table's statistics version, so no statement of its own checks it: when the table
+        was analyzed since, the shares are read again and the statement runs again."""
+        try:
+            return run(self._shares(conn, table))
+        except bm25.SharesOutdated:
+            # analyzed again between this read and the statement: rare, and no older than just read
+            return run(replace(self._shares(conn, table, fresh=True), analyzed=None))
+
+    def _shares(self, conn: psycopg.Connection[Any], table: str, *, fresh: bool = False) -> bm25.ColumnStats:
+        """The lexeme shares of ``table`` as last read (read now when ``fresh`` or never read)."""
+        with self._column_stats_lock:
+            column = None if fresh else self._column_stats.get(table)
+        if column is None:
+            column = bm25.column_stats(conn, table)
+            with self._column_stats_lock:
+                self._column_stats[table] = column
+        return column
 
     def candidates(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,

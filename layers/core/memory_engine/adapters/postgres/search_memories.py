@@ -81,30 +81,6 @@ def scope_params(project_id: str, scope: MemoryScope) -> Params:
 
 
 
-def anchor_entities(conn: psycopg.Connection[Any], project_id: str, q: SignalQuery) -> list[str]:
-    """Entities named in the query (exact normalized name at word boundaries) plus the top-k
-    entities whose embedding is at least ``entity_min_similarity`` to the query."""
-    named: list[str] = []
-    if q.entity_names:
-        rows = conn.execute(
-            "SELECT id FROM entities WHERE project_id = %(project_id)s AND name = ANY(%(names)b::text[]) ORDER BY id",
-            {"project_id": project_id, "names": list(q.entity_names)},
-        ).fetchall()
-        named = [row["id"] for row in rows]
-    similar: list[str] = []
-    if q.embedding is not None and q.entity_top_k > 0:
-        rows = conn.execute(
-            "SELECT id FROM (SELECT id, embedding <=> %(embedding)s::vector AS distance FROM entities"
-            " WHERE project_id = %(project_id)s AND embedding IS NOT NULL"
-            " ORDER BY embedding <=> %(embedding)s::vector LIMIT %(k)s) near"
-            " WHERE 1 - distance >= %(min_similarity)s ORDER BY distance, id",
-            {"project_id": project_id, "embedding": q.embedding, "k": q.entity_top_k,
-             "min_similarity": q.entity_min_similarity},
-        ).fetchall()
-        similar = [row["id"] for row in rows]
-    return list(dict.fromkeys(named + similar))
-
-
 #: How many of the best direct facts lend their other entities as one-hop bridges, and how many
 #: bridge entities (least connected first: "breaking bad" before "user") are followed.
 BRIDGE_FACTS = 10
@@ -125,55 +101,77 @@ HUB_SHARE = 0.2
 HUB_MIN_DEGREE = 20
 #: or when it touches more than this many, whatever the scope's size: twice ``ANCHOR_FANOUT_CAP``,
 #: so its facts could not be ranked in full anyway. It bounds both counts of :func:`split_hubs`:
-#: an anchor's facts are counted up to this + 1, the scope's up to this / ``HUB_SHARE`` (500).
+#: an anchor's links and its facts in scope are counted up to this + 1.
 HUB_MAX_DEGREE = 100
 
 
-def split_hubs(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str], *, size: int | None = None
-) -> tuple[list[str], list[str]]:
-    """``(specific, hubs)``: the anchors in their order, split by the hub rule above.
+#: The hub rule as steps of a statement (CTEs), over ``found (id, ord)``, the anchors in order:
+#: linked: each anchor's links in the project, read from the entity index alone, at most
+#: ``HUB_MAX_DEGREE + 1``: beyond the cap it is a hub (the fan-out reads links project-wide too),
+#: under ``HUB_MIN_DEGREE`` it cannot be one.
+_LINKED = (
+    "SELECT f.id, f.ord, (SELECT count(*) FROM (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = f.id"
+    " LIMIT %(hub_max)s + 1) l) AS links FROM found f"
+)
+#: degrees: the live facts *in the scope* (at most ``HUB_MAX_DEGREE + 1``) of the anchors in between
+#: whose links could make a hub by share of the scope's ``%(size)s`` at all (an anchor's facts in
+#: scope are at most its links: in a large scope none is counted).
+_DEGREES = (
+    "SELECT l.id, (SELECT count(DISTINCT x.entry_id) FROM (SELECT ee.entry_id FROM entry_entities ee"
+    " JOIN memory_entries e ON e.id = ee.entry_id WHERE ee.entity_id = l.id AND {where}"
+    " LIMIT %(hub_max)s + 1) x) AS degree FROM linked l"
+    " WHERE l.links BETWEEN %(hub_min)s AND %(hub_max)s AND l.links > %(hub_share)s * %(size)s"
+)
+#: split: each anchor in order, and whether it is a hub.
+_SPLIT = (
+    "SELECT l.id, l.ord, l.links > %(hub_max)s"
+    " OR coalesce(d.degree >= %(hub_min)s AND d.degree > %(hub_share)s * %(size)s, false) AS hub"
+    " FROM linked l LEFT JOIN degrees d USING (id)"
+)
+_HUB_STEPS = f"linked AS MATERIALIZED ({_LINKED}), degrees AS MATERIALIZED ({_DEGREES}), split AS MATERIALIZED ({_SPLIT})"
+def _hub_params(size: int) -> Params:
+    """The hub rule's bounds as the statement reads them (bound, so a test may narrow them)."""
+    return {"size": size, "hub_share": HUB_SHARE, "hub_min": HUB_MIN_DEGREE, "hub_max": HUB_MAX_DEGREE}
 
-    Capped counts only. First each anchor's links in the project, read from the entity index
-    alone (at most ``HUB_MAX_DEGREE + 1``): beyond the cap it is a hub (the fan-out reads links
-    project-wide too), under ``HUB_MIN_DEGREE`` it cannot be one. Only the anchors in between
-    have their live facts *in the scope* counted (at most ``HUB_MAX_DEGREE + 1`` each), against
-    the scope's size: ``size`` when the caller knows it (the search adapter's cached scope
-    statistics), else a count up to ``largest such degree / HUB_SHARE`` (beyond that no anchor can
-    be a hub by share)."""
+
+#: The anchors given in order (``%(anchors)s``), as ``found``.
+_GIVEN = "SELECT id, ord FROM unnest(%(anchors)b::text[]) WITH ORDINALITY a(id, ord)"
+
+
+def _found(q: SignalQuery) -> str:
+    """``found (id, ord)``: the entities the query names (exact normalized name at word
+    boundaries, ``%(names)s``) first, then the ``entity_top_k`` whose embedding is at least
+    ``entity_min_similarity`` to the query, nearest first."""
+    parts = []
+    if q.entity_names:
+        parts.append("SELECT id, row_number() OVER (ORDER BY id) AS ord FROM entities"
+                     " WHERE project_id = %(project_id)s AND name = ANY(%(names)b::text[])")
+    if q.embedding is not None and q.entity_top_k > 0:
+        parts.append(
+            "SELECT id, 1000000 + row_number() OVER (ORDER BY distance, id) AS ord FROM ("
+            " SELECT id, embedding <=> %(embedding)s::vector AS distance FROM entities"
+            " WHERE project_id = %(project_id)s AND embedding IS NOT NULL"
+            " ORDER BY embedding <=> %(embedding)s::vector LIMIT %(top_k)s) near"
+            " WHERE 1 - distance >= %(min_similarity)s"
+        )
+    if not parts:
+        return "SELECT NULL::text AS id, 0::bigint AS ord WHERE false"
+    return f"SELECT id, min(ord) AS ord FROM ({' UNION ALL '.join(parts)}) f GROUP BY id"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+
+
+def split_hubs(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str], *, size: int
+) -> tuple[list[str], list[str]]:
+    """``(specific, hubs)``: the anchors in their order, split by the hub rule above in a scope of
+    ``size`` live facts (the search adapter's cached scope statistics). The entity signal runs the
+    same steps inside its own statement (:func:`entity_signal`)."""
     if not anchors:
         return [], []
-    cap = HUB_MAX_DEGREE + 1
-    links = {
-        row["id"]: int(row["links"])
-        for row in conn.execute(
-            f"""SELECT a.id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = a.id
-                                                     LIMIT {cap}) l) AS links
-                FROM unnest(%(anchors)b::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-            {"anchors": anchors},
-        ).fetchall()
-    }
-    hubs = {a for a, n in links.items() if n > HUB_MAX_DEGREE}
-    judged = [a for a, n in links.items() if HUB_MIN_DEGREE <= n <= HUB_MAX_DEGREE]
-    if judged:
-        rows = conn.execute(
-            f"""SELECT a.id, (SELECT count(DISTINCT l.entry_id) FROM (
-                    SELECT ee.entry_id FROM entry_entities ee JOIN memory_entries e ON e.id = ee.entry_id
-                    WHERE ee.entity_id = a.id AND {scope_sql(scope)} LIMIT {cap}) l) AS degree
-                FROM unnest(%(anchors)b::text[]) a(id)""",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-            scope_params(project_id, scope) | {"anchors": judged},
-        ).fetchall()
-        degrees = {row["id"]: int(row["degree"]) for row in rows}
-        by_share = [d for d in degrees.values() if d >= HUB_MIN_DEGREE]
-        if by_share and size is None:
-            size_cap = int(max(by_share) / HUB_SHARE) + 1
-            size_row = conn.execute(
-                f"SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE {scope_sql(scope)} LIMIT %(cap)s) live",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-                scope_params(project_id, scope) | {"cap": size_cap},
-            ).fetchone()
-            size = int(size_row["n"]) if size_row else 0
-        hubs |= {a for a, d in degrees.items() if d >= HUB_MIN_DEGREE and d > HUB_SHARE * (size or 0)}
-    return [a for a in anchors if a not in hubs], [a for a in anchors if a in hubs]
+    rows = conn.execute(
+        f"WITH found AS ({_GIVEN}), {_HUB_STEPS.format(where=scope_sql(scope))} SELECT id, hub FROM split ORDER BY ord",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        scope_params(project_id, scope) | _hub_params(size) | {"anchors": anchors},
+    ).fetchall()
+    return [r["id"] for r in rows if not r["hub"]], [r["id"] for r in rows if r["hub"]]
 
 
 #: The parts of the entity statement (:func:`entity`), one per CTE. ``{where}`` is the scope,
@@ -184,7 +182,7 @@ def split_hubs(
 #: asked for ``entity_id = ANY(anchors) ORDER BY entry_id DESC LIMIT n`` directly, PostgreSQL may
 #: walk the primary key ``(entry_id, ...)`` backwards looking for them, which reads every link of the
 #: table when the anchors have few (220-460 ms at 1M facts; docs/retrieval.md, "Latency").
-_LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(%(anchors)b::text[])"
+_LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(ARRAY(SELECT id FROM anchors))"
 #: direct: facts in scope touching an anchor, among the ``ANCHOR_FANOUT_CAP`` most recent links to
 #: any anchor, the ``depth`` most relevant. At most ``ANCHOR_FANOUT_CAP`` rows are ranked, so their
 #: distances are computed exactly and sorted (an ``ORDER BY embedding <=> q`` alone would let the
@@ -202,7 +200,7 @@ _BRIDGES = (
     f" LIMIT {DEGREE_CAP}) capped) AS degree"
     " FROM entry_entities ee WHERE (SELECT count(*) FROM direct) < %(depth)s"
     f" AND ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})"
-    " AND ee.entity_id <> ALL(%(anchors)b::text[]) AND ee.entity_id <> ALL(%(hubs)b::text[])"
+    " AND ee.entity_id NOT IN (SELECT id FROM anchors) AND ee.entity_id NOT IN (SELECT id FROM hubs)"
     f" GROUP BY ee.entity_id ORDER BY degree, ee.entity_id LIMIT {BRIDGE_ENTITIES}"
 )
 #: specific: the bridges under the degree cap (a bridge to everything is no signal).
@@ -220,11 +218,43 @@ _TIERS = (
     " UNION ALL SELECT id, 1, degree, distance FROM hop) ranked"
     " ORDER BY tier, degree, distance NULLS LAST, id LIMIT %(depth)s"
 )
-_ENTITY_SQL = (
-    f"WITH links AS MATERIALIZED ({_LINKS}), direct AS MATERIALIZED ({_DIRECT}), bridges AS ({_BRIDGES}),"
-    f" specific AS ({_SPECIFIC}),"
-    f" hop AS ({_HOP}) {_TIERS}"
+#: After ``anchors (id)`` and ``hubs (id)``.
+_ENTITY_STEPS = (
+    f"links AS MATERIALIZED ({_LINKS}), direct AS MATERIALIZED ({_DIRECT}), bridges AS ({_BRIDGES}),"
+    f" specific AS ({_SPECIFIC}), hop AS ({_HOP}) {_TIERS}"
 )
+
+
+def _relevance(q: SignalQuery) -> str:
+    if q.embedding is not None:
+        return "(e.embedding <=> %(embedding)s::vector)"  # NULL (ranked last) for a fact without a vector
+    return f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))" if q.text is not None else "0"
+
+
+def _entity_params(project_id: str, scope: MemoryScope, q: SignalQuery) -> Params:
+    return scope_params(project_id, scope) | {
+        "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
+    }
+
+
+def entity_signal(
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, *, size: int
+) -> list[ResultKey]:
+    """The entity signal in one statement: the query's anchors (:func:`_found`), split by the hub
+    rule in a scope of ``size`` live facts (:func:`split_hubs`), then :func:`entity` over them.
+    One round trip instead of four (names, similar entities, link counts, list)."""
+    if not q.entity_names and (q.embedding is None or q.entity_top_k <= 0):
+        return []
+    where = scope_sql(scope)
+    sql = (
+        f"WITH found AS MATERIALIZED ({_found(q)}), {_HUB_STEPS.format(where=where)},"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        " anchors AS (SELECT id FROM split WHERE NOT hub), hubs AS (SELECT id FROM split WHERE hub),"
+        f" {_ENTITY_STEPS.format(where=where, relevance=_relevance(q))}"
+    )
+    params = _entity_params(project_id, scope, q) | {
+        "names": list(q.entity_names), "top_k": q.entity_top_k, "min_similarity": q.entity_min_similarity,
+    } | _hub_params(size)
+    return search_sql.keys(FACTS, conn.execute(sql, params).fetchall())
 
 
 def entity(
@@ -239,15 +269,11 @@ def entity(
     ``hubs`` (see :func:`split_hubs`) are neither anchors nor bridges."""
     if not anchors:
         return []
-    if q.embedding is not None:
-        relevance = "(e.embedding <=> %(embedding)s::vector)"  # NULL (ranked last) for a fact without a vector
-    else:
-        relevance = f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))" if q.text is not None else "0"
-    sql = _ENTITY_SQL.format(where=scope_sql(scope), relevance=relevance)
-    params = scope_params(project_id, scope) | {
-        "anchors": anchors, "hubs": list(hubs or []),
-        "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
-    }
+    sql = (
+        "WITH anchors AS (SELECT unnest(%(anchors)b::text[]) AS id), hubs AS (SELECT unnest(%(hubs)b::text[]) AS id),"
+        f" {_ENTITY_STEPS.format(where=scope_sql(scope), relevance=_relevance(q))}"
+    )
+    params = _entity_params(project_id, scope, q) | {"anchors": anchors, "hubs": list(hubs or [])}
     return search_sql.keys(FACTS, conn.execute(sql, params).fetchall())
 
 
