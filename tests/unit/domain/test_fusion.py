@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from memory_engine.domain.fusion import fuse, neighbours, top_keys
+from memory_engine.domain.fusion import fuse, neighbours, top_keys, within_reach
 from memory_engine.domain.query_text import YEARLESS_YEARS, DateMention, date_mentions, periods
 from memory_engine.domain.search_config import HYBRID, KEYWORD_ONLY, PRESETS, VECTOR_ONLY, Signal
 from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey
@@ -213,3 +213,21 @@ def test_periods_merge_overlaps_and_spread_a_yearless_date_over_recent_years() -
     # no such day, no range; 29 February only in leap years
     assert periods([DateMention(2023, 6, 31)], now=now) == []
     assert {start.year for start, _ in periods([DateMention(None, 2, 29)], now=now)} == {2000, 2004, 2008, 2012, 2016, 2020, 2024}
+
+
+def test_within_reach_keeps_the_listed_rows_and_the_neighbours_of_the_top_only() -> None:
+    # Given a conversation a1..a6 (each row's previous ones, nearest first) where a1 and a6 are listed
+    def key(n: int) -> ResultKey:
+        return ("memory", f"a{n}")
+
+    candidates = {key(n): Candidate(previous=tuple(key(p) for p in range(n - 1, 0, -1))) for n in range(1, 7)}
+    ranked = RankedLists()
+    ranked.add(("memory", Signal.VECTOR), [key(1), key(6)])
+    # When only a1 is in the top, with a window of 2
+    kept = within_reach(candidates, ranked, [key(1)], window=2)
+    # Then a2 and a3 (after a1) are kept, a4 and a5 (only near a6, not a top row) are not, a6 is listed
+    assert set(kept) == {key(1), key(2), key(3), key(6)}
+    # And with a6 in the top too, the rows before it within the window come back
+    assert set(within_reach(candidates, ranked, [key(1), key(6)], window=2)) == set(candidates)
+    # And nothing is kept beyond the window
+    assert set(within_reach(candidates, ranked, [key(1)], window=1)) == {key(1), key(2), key(6)}

@@ -146,6 +146,22 @@ def fuse(
     )
 
 
+def within_reach(
+    candidates: Mapping[ResultKey, Candidate], ranked: RankedLists, top: Collection[ResultKey], window: int
+) -> dict[ResultKey, Candidate]:
+    """The candidates a read of the listed rows and of the neighbours of ``top`` only would have
+    found: every listed row, and a row not listed only when it is within ``window`` steps of a row
+    of ``top`` (before it: in that row's ``previous``; after it: that row in its own). A read that
+    expanded each source's own best rows found a superset."""
+    listed = {key for keys in ranked.lists.values() for key in keys}
+    tops = set(top)
+    near = {before for key in tops if key in candidates for before in candidates[key].previous[:window]}
+    return {
+        key: cand for key, cand in candidates.items()
+        if key in listed or key in near or any(before in tops for before in cand.previous[:window])
+    }
+
+
 def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[ResultKey]:
     """A cheap first ordering of the listed keys (before rows are read), to pick whose neighbours
     to read: the same weights over the list scores alone."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from memory_engine.domain.search_models import (
@@ -38,6 +38,18 @@ class KnowledgeIndex(Protocol):
         in its conversation (facts) or document (chunks), with what fusion reads of them: cosine
         to ``embedding``, BM25 under ``ranked.keyword_stats``, previous neighbours, subjects."""
         ...
+
+    def rank_and_read(
+        self, project_id: str, query: SignalQuery, scopes: Scopes, *, window: int,
+        top_of: Callable[[RankedLists], Sequence[ResultKey]],
+    ) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
+        """:meth:`rank`, then :meth:`candidates` of ``query.embedding`` with ``top`` chosen by
+        ``top_of``; an index may read each source's candidates as soon as its lists are in, giving
+        ``top_of`` that source's lists alone (its candidates are then a superset of those of the
+        overall top: :func:`memory_engine.domain.fusion.within_reach` keeps the latter). By
+        default the two one after the other."""
+        ranked = self.rank(project_id, query, scopes)
+        return ranked, self.candidates(project_id, scopes, ranked, query.embedding, top=top_of(ranked), window=window)
 
     def fetch(
         self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory_engine.domain.fusion import Scored, fuse, top_keys
+from memory_engine.domain.fusion import Scored, fuse, top_keys, within_reach
 from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
 from memory_engine.domain.render import render
 from memory_engine.domain.rrf import Fused, rrf
@@ -144,12 +144,16 @@ def _ranked(
         keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
         dates=tuple(dates),
     )
-    ranked = index.rank(project_id, query, scopes)
     if config.fusion == "rrf":
-        return _rrf_results(index, project_id, request, config, ranked, embedding, raw=raw)
+        return _rrf_results(index, project_id, request, config, index.rank(project_id, query, scopes), embedding, raw=raw)
     window = config.neighbour_window if config.neighbour_weight > 0 else 0
-    top = top_keys(ranked, config, config.neighbour_expand) if window else []
-    candidates = index.candidates(project_id, scopes, ranked, embedding, top=top, window=window)
+
+    def top_of(lists: RankedLists) -> list[ResultKey]:
+        return top_keys(lists, config, config.neighbour_expand) if window else []
+
+    ranked, candidates = index.rank_and_read(project_id, query, scopes, window=window, top_of=top_of)
+    if window:  # the neighbours of the best overall, whichever source's lists came in first
+        candidates = within_reach(candidates, ranked, top_of(ranked), window)
     names = frozenset(query.entity_names) if config.subject_boost else frozenset()
     return _page(index, project_id, request, fuse(ranked, candidates, config, names=names, dates=dates), embedding, raw=raw)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import psycopg
 
@@ -151,21 +151,17 @@ class PostgresKnowledgeIndex:
         return tasks
 
     def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
-        out = RankedLists()
         tasks = self._tasks(project_id, query, scopes)
-        if not tasks:
-            return out
         if self._parallel and len(tasks) > 1:
             order = sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))
-            done = self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search)
-            for name in tasks:  # added in the lists' own order, whatever finished first
-                out.add(name, done[name])
-            return out
-        with self._database.connection() as conn:
-            _prepare(conn, query.ef_search)
-            for name, task in tasks.items():
-                out.add(name, task(conn))
-        return out
+            return _ranked_in_order(tasks, self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search))
+        answers: dict[ListKey, ScoredKeys | list[ResultKey]] = {}
+        if tasks:
+            with self._database.connection() as conn:
+                _prepare(conn, query.ef_search)
+                for name, task in tasks.items():
+                    answers[name] = task(conn)
+        return _ranked_in_order(tasks, answers)
 
     def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> tuple[int, float]:
         if isinstance(scope, MemoryScope):
@@ -197,61 +193,122 @@ class PostgresKnowledgeIndex:
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,
         top: Sequence[ResultKey], window: int, ef_search: int = 100,
     ) -> dict[ResultKey, Candidate]:
-        listed = list(dict.fromkeys(key for keys in ranked.lists.values() for key in keys))
         work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[Row]]] = {}
-        for source in (mems.SOURCE, docs.SOURCE):
-            ids = [key for s, key in listed if s == source]
-            near = [key for s, key in top if s == source] if window > 0 else []
-            if not (ids or near):
-                continue
-            idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
-            # scores the signals already returned are not computed again
-            scoring = Scoring(embedding, idfs, avgdl,
-                              known_similarity=[key for _, key in ranked.lists.get((source, Signal.VECTOR), [])],
-                              known_bm25=[key for _, key in ranked.lists.get((source, Signal.KEYWORD), [])])
-            if source == mems.SOURCE and scopes.memories is not None:
-                work[source] = partial(mems.candidate_rows, project_id=project_id, scope=scopes.memories, ids=ids,
-                                       top=near, window=window, scoring=scoring)
-            elif source == docs.SOURCE and scopes.documents is not None:
-                work[source] = partial(docs.candidate_rows, project_id=project_id, scope=scopes.documents, ids=ids,
-                                       top=near, window=window, scoring=scoring)
+        for source in SOURCES:
+            read = self._candidate_read(project_id, scopes, ranked, source, embedding, top, window)
+            if read is not None:
+                work[source] = read
         if self._parallel and len(work) > 1:
             results = self._run_in_lanes(work, ef_search)
         else:
             results = {source: self._run_one(read, ef_search) for source, read in work.items()}
-        vector_scores = ranked.scored(Signal.VECTOR)
-        keyword_scores = ranked.scored(Signal.KEYWORD)
         found: dict[ResultKey, Candidate] = {}
         for source, rows in results.items():
-            for row in rows:
-                key: ResultKey = (source, row["id"])
-                similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(key)
-                bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(key, 0.0)
-                found[key] = Candidate(
-                    None if similarity is None else float(similarity), float(bm25_score or 0.0),
-                    tuple((source, before) for before in row["prev_ids"] or ()),
-                    tuple(row.get("subjects") or ()), row.get("valid_from"),  # facts only
-                )
+            found.update(_candidates(source, rows, ranked))
         return found
 
-    def _run_in_lanes(self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int) -> dict[_K, _T]:
+    def rank_and_read(
+        self, project_id: str, query: SignalQuery, scopes: Scopes, *, window: int,
+        top_of: Callable[[RankedLists], Sequence[ResultKey]],
+    ) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
+        """:meth:`rank`, then :meth:`candidates` with ``top = top_of(ranked)``, but each source's
+        candidates are read as soon as that source's lists are in (``top_of`` given that source's
+        lists only), on whichever connection is free: the two phases overlap instead of one waiting
+        for the slowest statement of the other. The neighbours read are those of each source's own
+        top; keep the ones of the overall top with :func:`memory_engine.domain.fusion.within_reach`."""
+        tasks: dict[Any, Callable[[psycopg.Connection[Any]], Any]] = dict(self._tasks(project_id, query, scopes))
+        if not (self._parallel and len(tasks) > 1):
+            ranked = self.rank(project_id, query, scopes)
+            return ranked, self.candidates(project_id, scopes, ranked, query.embedding, top=top_of(ranked), window=window,
+                                           ef_search=query.ef_search)
+        order = sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))
+        waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
+        lists: dict[SourceType, dict[ListKey, Any]] = {mems.SOURCE: {}, docs.SOURCE: {}}
+
+        def then(name: Any, answer: Any) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
+            if name[1] == _READ:
+                return {}
+            source = name[0]
+            lists[source][name] = answer
+            waiting[source] -= 1
+            if waiting[source]:
+                return {}
+            own = _ranked_in_order(tasks, lists[source])
+            read = self._candidate_read(project_id, scopes, own, source, query.embedding, top_of(own), window)
+            return {} if read is None else {(source, _READ): read}
+
+        done = self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search, then=then)
+        ranked = _ranked_in_order(tasks, done)
+        found: dict[ResultKey, Candidate] = {}
+        for source in SOURCES:
+            if (source, _READ) in done:
+                found.update(_candidates(source, done[source, _READ], ranked))
+        return ranked, found
+
+    def _candidate_read(
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
+        top: Sequence[ResultKey], window: int,
+    ) -> Callable[[psycopg.Connection[Any]], list[Row]] | None:
+        """The read of ``source``'s listed rows and of the neighbours of its keys in ``top`` (None
+        when there is nothing to read)."""
+        ids = list(dict.fromkeys(key for (s, _), keys in ranked.lists.items() if s == source for _, key in keys))
+        near = [key for s, key in top if s == source] if window > 0 else []
+        if not (ids or near):
+            return None
+        idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
+        # scores the signals already returned are not computed again
+        scoring = Scoring(embedding, idfs, avgdl,
+                          known_similarity=[key for _, key in ranked.lists.get((source, Signal.VECTOR), [])],
+                          known_bm25=[key for _, key in ranked.lists.get((source, Signal.KEYWORD), [])])
+        if source == mems.SOURCE and scopes.memories is not None:
+            return partial(mems.candidate_rows, project_id=project_id, scope=scopes.memories, ids=ids,
+                           top=near, window=window, scoring=scoring)
+        if source == docs.SOURCE and scopes.documents is not None:
+            return partial(docs.candidate_rows, project_id=project_id, scope=scopes.documents, ids=ids,
+                           top=near, window=window, scoring=scoring)
+        return None
+
+    def _run_in_lanes(
+        self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int,
+        then: Callable[[_K, _T], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
+    ) -> dict[_K, _T]:
         """Every task's result, the tasks taken in their order by as many lanes as the pool has
         connections (at most one per task): each lane holds one connection in one transaction and
         takes the next task until none is left. A task of its own per connection paid a checkout, a
-        check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five)."""
+        check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five).
+        ``then(name, result)``, called as each task ends, may return more tasks, queued behind the
+        others; a lane with nothing to take waits while tasks run that may still add some. The first
+        failure stops every lane and is raised."""
         pending = deque(tasks)
-        lock = threading.Lock()
+        tasks = dict(tasks)
+        state = {"outstanding": len(pending), "failed": False}
+        cond = threading.Condition()
 
         def lane(conn: psycopg.Connection[Any]) -> dict[_K, _T]:
             done: dict[_K, _T] = {}
             while True:
-                with lock:
-                    if not pending:
+                with cond:
+                    while not pending and state["outstanding"] and not state["failed"]:
+                        cond.wait()
+                    if state["failed"] or not pending:
                         return done
                     name = pending.popleft()
-                done[name] = tasks[name](conn)
+                    task = tasks[name]
+                try:
+                    done[name] = task(conn)
+                    more = then(name, done[name]) if then is not None else {}
+                except BaseException:
+                    with cond:
+                        state["failed"] = True
+                        cond.notify_all()
+                    raise
+                with cond:
+                    tasks.update(more)
+                    pending.extend(more)
+                    state["outstanding"] += len(more) - 1
+                    cond.notify_all()
 
-        lanes = min(len(tasks), self._database.max_size, self._max_workers)
+        lanes = min(len(pending), self._database.max_size, self._max_workers)
         futures = [self._pool().submit(self._run_one, lane, ef_search) for _ in range(lanes)]
         results: dict[_K, _T] = {}
         for future in futures:
@@ -311,6 +368,38 @@ class PostgresKnowledgeIndex:
             )
             for r in rows
         ]
+
+
+SOURCES: Final[tuple[SourceType, ...]] = (mems.SOURCE, docs.SOURCE)
+#: The name of a source's candidate read among its signal tasks (``(source, _READ)``).
+_READ: Final = "candidates"
+
+
+def _ranked_in_order(tasks: Mapping[ListKey, Any], answers: Mapping[Any, Any]) -> RankedLists:
+    """The answers of the signal ``tasks`` as :class:`RankedLists`, added in the tasks' own order
+    whatever finished first (fusion sums over the lists in this order)."""
+    out = RankedLists()
+    for name in tasks:
+        if name in answers:
+            out.add(name, answers[name])
+    return out
+
+
+def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:
+    """A candidate read's rows as :class:`Candidate` s, the scores the signals returned filled in."""
+    vector_scores = ranked.scored(Signal.VECTOR)
+    keyword_scores = ranked.scored(Signal.KEYWORD)
+    found: dict[ResultKey, Candidate] = {}
+    for row in rows:
+        key: ResultKey = (source, row["id"])
+        similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(key)
+        bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(key, 0.0)
+        found[key] = Candidate(
+            None if similarity is None else float(similarity), float(bm25_score or 0.0),
+            tuple((source, before) for before in row["prev_ids"] or ()),
+            tuple(row.get("subjects") or ()), row.get("valid_from"),  # facts only
+        )
+    return found
 
 
 def _float(value: Any) -> float | None:

@@ -1,0 +1,98 @@
+"""Each source's candidates are read as soon as its own lists are in (``rank_and_read``), with the
+neighbours of that source's best rows: the search keeps those of the best rows overall, so the page
+is the one the two phases one after the other give."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
+from memory_engine.bootstrap import Container
+from memory_engine.domain.entries import NewEntry
+from memory_engine.domain.fusion import top_keys, within_reach
+from memory_engine.domain.search_config import HYBRID
+from memory_engine.domain.search_models import DocumentScope, MemoryScope, Scopes, SearchRequest, SignalQuery
+from memory_engine.services.search_knowledge import search_knowledge
+from tests.support.memories import write
+from tests.support.search_seed import Seeder
+
+TURNS = [
+    "Did you book the ferry to Zanzibar?", "Yes, it leaves the harbour at dawn on Friday.",
+    "Great, I will bring the spice list.", "The markets in Stone Town open late, so no rush.",
+    "Should we take the early ferry back too?", "No, the afternoon one, after the beach.",
+    "Fine. I packed the snorkel.", "And the sunscreen, the sun at the harbour is harsh.",
+]
+CHUNKS = [
+    "Ferries to Zanzibar leave the Dar es Salaam harbour several times a day.", "The first ferry leaves at dawn.",
+    "Tickets are sold at the harbour office.", "Stone Town's spice markets are busiest in the evening.",
+    "Snorkelling trips leave from the north beaches.", "The afternoon ferry back is the least crowded.",
+    "Bring sunscreen: the harbour has little shade.", "Travel insurance is recommended.",
+]
+#: Short lists and few expanded rows: the best two of each source are not the best two overall, and
+#: their neighbours are rows no list has.
+CONFIG = HYBRID.model_copy(update={"neighbour_expand": 2, "min_depth": 3, "depth_factor": 1})
+LIMIT = 3
+QUERY = "when does the ferry to zanzibar leave the harbour?"
+
+
+@pytest.fixture(scope="module")
+def world(container: Container) -> dict[str, Any]:
+    seed = Seeder(container, "pipelined")
+    memory = seed.memory("trip chat")
+    for turn in TURNS:
+        entry = NewEntry(memory_id=memory, content=turn, source_conversation_id="trip")
+        write(container, project_id=seed.project_id, entry=entry, duplicate_threshold=1.0)
+    seed.document("guides/zanzibar.md", CHUNKS)
+    return {"project_id": seed.project_id, "memory": memory}
+
+
+@pytest.fixture
+def pool(database_url: str) -> Iterator[Database]:
+    database = Database(database_url, min_size=1, max_size=2)
+    yield database
+    database.close()
+
+
+def page(index: PostgresKnowledgeIndex, container: Container, w: dict[str, Any]) -> list[tuple[str, float]]:
+    request = SearchRequest(query=QUERY, memory_ids=[w["memory"]], limit=LIMIT)  # and every document of the project
+    response = search_knowledge(index, container.embedder, project_id=w["project_id"], request=request, config=CONFIG)
+    return [(r.id, r.score) for r in response.results]
+
+
+def test_reading_each_source_when_its_lists_are_in_gives_the_same_page(
+    container: Container, world: dict[str, Any], pool: Database
+) -> None:
+    one_after_another = page(PostgresKnowledgeIndex(container.database, parallel=False), container, world)
+    ids = [key for key, _ in one_after_another]
+    assert any(i.startswith("ment_") for i in ids) and any(i.startswith("chunk_") for i in ids), ids  # both sources
+    index = PostgresKnowledgeIndex(pool)
+    try:
+        assert page(index, container, world) == one_after_another
+    finally:
+        index.close()
+
+
+def test_the_superset_read_is_cut_to_the_neighbours_of_the_best_overall(
+    container: Container, world: dict[str, Any], pool: Database
+) -> None:
+    index = PostgresKnowledgeIndex(pool)
+    query = SignalQuery(text=QUERY, embedding=container.embedder.embed_query(QUERY), signals=CONFIG.signals,
+                        depth=CONFIG.depth(LIMIT), entity_top_k=CONFIG.entity_top_k, ef_search=CONFIG.ef_search)
+    scopes = Scopes(MemoryScope(memory_ids=(world["memory"],)), DocumentScope())
+    try:
+        ranked, read = index.rank_and_read(world["project_id"], query, scopes, window=CONFIG.neighbour_window,
+                                           top_of=lambda lists: top_keys(lists, CONFIG, CONFIG.neighbour_expand))
+    finally:
+        index.close()
+    kept = within_reach(read, ranked, top_keys(ranked, CONFIG, CONFIG.neighbour_expand), CONFIG.neighbour_window)
+    # each source expanded its own best two, so more rows were read than the best two overall reach
+    assert set(kept) < set(read)
+    # and what is kept is what reading after ranking both sources finds
+    serial = PostgresKnowledgeIndex(container.database, parallel=False)
+    top = top_keys(ranked, CONFIG, CONFIG.neighbour_expand)
+    assert kept == serial.candidates(world["project_id"], scopes, ranked, query.embedding, top=top,
+                                     window=CONFIG.neighbour_window)
