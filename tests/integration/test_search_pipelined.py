@@ -4,11 +4,15 @@ is the one the two phases one after the other give."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from memory_engine.adapters.postgres import search
+from memory_engine.adapters.postgres import search_documents as docs
+from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 from memory_engine.bootstrap import Container
@@ -96,3 +100,36 @@ def test_the_superset_read_is_cut_to_the_neighbours_of_the_best_overall(
     top = top_keys(ranked, CONFIG, CONFIG.neighbour_expand)
     assert kept == serial.candidates(world["project_id"], scopes, ranked, query.embedding, top=top,
                                      window=CONFIG.neighbour_window)
+
+
+def test_a_read_split_between_free_connections_gives_the_same_page(
+    container: Container, world: dict[str, Any], pool: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_after_another = page(PostgresKnowledgeIndex(container.database, parallel=False), container, world)
+    # Given slices of a single row may be read apart, and the documents' vector list comes in last,
+    # well after the memory's candidates were read (so the other connection has nothing left to run)
+    monkeypatch.setattr(search, "MIN_READ_SLICE", 1)
+    slow_vector = docs.vector
+
+    def late(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.2)
+        return slow_vector(*args, **kwargs)
+
+    monkeypatch.setattr(docs, "vector", late)
+    reads: dict[str, list[int]] = {"memory": [], "document": []}
+    for source, module in (("memory", mems), ("document", docs)):
+        original = module.candidate_rows
+
+        def counted(*args: Any, _original: Any = original, _source: str = source, **kwargs: Any) -> Any:
+            reads[_source].append(len(kwargs["ids"]))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, "candidate_rows", counted)
+    index = PostgresKnowledgeIndex(pool)
+    try:
+        # Then the search gives the page the phases one after the other give
+        assert page(index, container, world) == one_after_another
+    finally:
+        index.close()
+    # And the documents' rows were read in two statements at once, the memory's in one
+    assert len(reads["document"]) == 2 and len(reads["memory"]) == 1, reads

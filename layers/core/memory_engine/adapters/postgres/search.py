@@ -225,7 +225,7 @@ class PostgresKnowledgeIndex:
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {mems.SOURCE: {}, docs.SOURCE: {}}
 
-        def then(name: Any, answer: Any) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
+        def then(name: Any, answer: Any, spare: int) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
             if name[1] == _READ:
                 return {}
             source = name[0]
@@ -234,15 +234,17 @@ class PostgresKnowledgeIndex:
             if waiting[source]:
                 return {}
             own = _ranked_in_order(tasks, lists[source])
-            read = self._candidate_read(project_id, scopes, own, source, query.embedding, top_of(own), window)
-            return {} if read is None else {(source, _READ): read}
+            # with nothing else left to run, the read is split between the connections that are free
+            reads = self._candidate_reads(project_id, scopes, own, source, query.embedding, top_of(own), window,
+                                          parts=max(1, spare))
+            return {(source, _READ, part): read for part, read in enumerate(reads)}
 
         done = self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search, then=then)
         ranked = _ranked_in_order(tasks, done)
         found: dict[ResultKey, Candidate] = {}
-        for source in SOURCES:
-            if (source, _READ) in done:
-                found.update(_candidates(source, done[source, _READ], ranked))
+        for name, rows in done.items():
+            if name[1] == _READ:
+                found.update(_candidates(name[0], rows, ranked))
         return ranked, found
 
     def _candidate_read(
@@ -251,52 +253,73 @@ class PostgresKnowledgeIndex:
     ) -> Callable[[psycopg.Connection[Any]], list[Row]] | None:
         """The read of ``source``'s listed rows and of the neighbours of its keys in ``top`` (None
         when there is nothing to read)."""
+        reads = self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window)
+        return reads[0] if reads else None
+
+    def _candidate_reads(
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
+        top: Sequence[ResultKey], window: int, *, parts: int = 1,
+    ) -> list[Callable[[psycopg.Connection[Any]], list[Row]]]:
+        """:meth:`_candidate_read` as up to ``parts`` reads of as many slices of the listed rows
+        (each at least :data:`MIN_READ_SLICE` rows; the first also reads the neighbours), to run at
+        once on as many connections. A row found by two slices is the same row."""
         ids = list(dict.fromkeys(key for (s, _), keys in ranked.lists.items() if s == source for _, key in keys))
         near = [key for s, key in top if s == source] if window > 0 else []
         if not (ids or near):
-            return None
+            return []
+        if source == mems.SOURCE and scopes.memories is not None:
+            read: Callable[..., list[Row]] = partial(mems.candidate_rows, scope=scopes.memories)
+        elif source == docs.SOURCE and scopes.documents is not None:
+            read = partial(docs.candidate_rows, scope=scopes.documents)
+        else:
+            return []
         idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
         # scores the signals already returned are not computed again
         scoring = Scoring(embedding, idfs, avgdl,
                           known_similarity=[key for _, key in ranked.lists.get((source, Signal.VECTOR), [])],
                           known_bm25=[key for _, key in ranked.lists.get((source, Signal.KEYWORD), [])])
-        if source == mems.SOURCE and scopes.memories is not None:
-            return partial(mems.candidate_rows, project_id=project_id, scope=scopes.memories, ids=ids,
-                           top=near, window=window, scoring=scoring)
-        if source == docs.SOURCE and scopes.documents is not None:
-            return partial(docs.candidate_rows, project_id=project_id, scope=scopes.documents, ids=ids,
-                           top=near, window=window, scoring=scoring)
-        return None
+        parts = max(1, min(parts, len(ids) // MIN_READ_SLICE))
+        size = -(-len(ids) // parts)
+        return [partial(read, project_id=project_id, ids=ids[i * size:(i + 1) * size], top=near if i == 0 else [],
+                        window=window, scoring=scoring) for i in range(parts)]
 
     def _run_in_lanes(
         self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int,
-        then: Callable[[_K, _T], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
+        then: Callable[[_K, _T, int], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
     ) -> dict[_K, _T]:
         """Every task's result, the tasks taken in their order by as many lanes as the pool has
         connections (at most one per task): each lane holds one connection in one transaction and
         takes the next task until none is left. A task of its own per connection paid a checkout, a
         check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five).
-        ``then(name, result)``, called as each task ends, may return more tasks, queued behind the
-        others; a lane with nothing to take waits while tasks run that may still add some. The first
-        failure stops every lane and is raised."""
+        ``then(name, result, spare)``, called as each task ends, may return more tasks, queued
+        behind the others; ``spare`` is how many lanes would have nothing to run next (this one
+        included). A lane with nothing to take waits while tasks run that may still add some. The
+        first failure stops every lane and is raised."""
         pending = deque(tasks)
         tasks = dict(tasks)
-        state = {"outstanding": len(pending), "failed": False}
+        state = {"outstanding": len(pending), "idle": 0, "failed": False}
         cond = threading.Condition()
 
         def lane(conn: psycopg.Connection[Any]) -> dict[_K, _T]:
             done: dict[_K, _T] = {}
             while True:
                 with cond:
+                    state["idle"] += 1
                     while not pending and state["outstanding"] and not state["failed"]:
                         cond.wait()
+                    state["idle"] -= 1
                     if state["failed"] or not pending:
                         return done
                     name = pending.popleft()
                     task = tasks[name]
                 try:
                     done[name] = task(conn)
-                    more = then(name, done[name]) if then is not None else {}
+                    if then is None:
+                        more: dict[_K, Callable[[psycopg.Connection[Any]], _T]] = {}
+                    else:
+                        with cond:
+                            spare = state["idle"] + 1 - len(pending)
+                        more = then(name, done[name], spare)
                 except BaseException:
                     with cond:
                         state["failed"] = True
@@ -371,6 +394,10 @@ class PostgresKnowledgeIndex:
 
 
 SOURCES: Final[tuple[SourceType, ...]] = (mems.SOURCE, docs.SOURCE)
+#: A candidate read is split between free connections only into slices of at least this many rows:
+#: a statement's fixed cost (planning, round trip: about 0.5 ms) is that of reading some 50 rows, so
+#: a split saves wall time only when a slice reads more than its share of that.
+MIN_READ_SLICE: Final = 25
 #: The name of a source's candidate read among its signal tasks (``(source, _READ)``).
 _READ: Final = "candidates"
 
