@@ -16,7 +16,7 @@ from tests.conftest import shared_data
 
 MARGIN = 0.02
 #: Measured on the bounded subsets below (``.venv/bin/python -m pytest tests/integration/test_eval_gate.py -s``).
-LOCOMO_DEV5 = {"hybrid": 0.802, "keyword_only": 0.706, "vector_only": 0.502}
+LOCOMO_DEV5 = {"hybrid": 0.802, "keyword_only": 0.703, "vector_only": 0.502}
 SCIFACT_SUBSET = {"hybrid": 0.845, "keyword_only": 0.785, "vector_only": 0.863}
 
 
