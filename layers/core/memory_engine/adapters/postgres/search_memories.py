@@ -79,8 +79,6 @@ def scope_params(project_id: str, scope: MemoryScope) -> Params:
     }
 
 
-
-
 #: How many of the best direct facts lend their other entities as one-hop bridges, and how many
 #: bridge entities (least connected first: "breaking bad" before "user") are followed.
 BRIDGE_FACTS = 10
@@ -129,6 +127,8 @@ _SPLIT = (
     " FROM linked l LEFT JOIN degrees d USING (id)"
 )
 _HUB_STEPS = f"linked AS MATERIALIZED ({_LINKED}), degrees AS MATERIALIZED ({_DEGREES}), split AS MATERIALIZED ({_SPLIT})"
+
+
 def _hub_params(size: int) -> Params:
     """The hub rule's bounds as the statement reads them (bound, so a test may narrow them)."""
     return {"size": size, "hub_share": HUB_SHARE, "hub_min": HUB_MIN_DEGREE, "hub_max": HUB_MAX_DEGREE}
@@ -261,7 +261,8 @@ def entity(
     conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, anchors: list[str],
     hubs: list[str] | None = None,
 ) -> list[ResultKey]:
-    """Every live fact touching an anchor, ordered by relevance to the query (cosine to its
+    """The entity list over given anchors (:func:`entity_signal` finds and splits them itself):
+    every live fact touching an anchor, ordered by relevance to the query (cosine to its
     embedding; ``ts_rank`` when there is no embedding), never by row order; then, as a second
     tier, facts one hop away through the most specific other entities of the best direct facts
     (how "anything good on Netflix tonight?" reaches "user's favourite show is breaking bad"),
