@@ -226,15 +226,17 @@ class PostgresKnowledgeIndex:
         order = sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {mems.SOURCE: {}, docs.SOURCE: {}}
+        bookkeeping = threading.Lock()
 
         def then(name: Any, answer: Any, spare: int) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
             if name[1] == _READ:
                 return {}
             source = name[0]
-            lists[source][name] = answer
-            waiting[source] -= 1
-            if waiting[source]:
-                return {}
+            with bookkeeping:  # lanes end tasks of one source at the same time
+                lists[source][name] = answer
+                waiting[source] -= 1
+                if waiting[source]:
+                    return {}
             own = _ranked_in_order(tasks, lists[source])
             # with nothing else left to run, the read is split between the connections that are free
             reads = self._candidate_reads(project_id, scopes, own, source, query.embedding, top_of(own), window,
