@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import Any, Final, Generic, TypeVar
@@ -24,6 +22,7 @@ from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
+from memory_engine.adapters.postgres.lanes import Lanes, prepare
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
@@ -43,10 +42,9 @@ from memory_engine.domain.search_models import (
     SourceType,
 )
 from memory_engine.domain.vectors import Vector
+from memory_engine.ports.search import KnowledgeIndex
 
 Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
-_T = TypeVar("_T")
-_K = TypeVar("_K")
 
 #: How long a scope's BM25 statistics (row count, mean length) are reused. They are statistics, not
 #: results: a few minutes of writes move an idf by a negligible amount, and a result row is always
@@ -102,27 +100,18 @@ class StatsCache(Generic[_V]):
 SUBMIT_ORDER: tuple[Signal, ...] = (Signal.ENTITY, Signal.KEYWORD, Signal.VECTOR, Signal.DATE, Signal.RECENCY)
 
 
-def _prepare(conn: psycopg.Connection[Any], ef_search: int) -> None:
-    # Iterative index scans (pgvector >= 0.8) keep walking the HNSW graph when filters drop rows,
-    # so a filtered query still returns `depth` rows; transaction-local, so pooled connections stay clean.
-    # Custom plans always: psycopg prepares a statement after a few executions, and PostgreSQL may
-    # then switch to a generic plan that cannot see the anchors, lexemes or ids it is given (an
-    # entity list measured 2 ms custom and 12-50 ms generic at 100k facts).
-    conn.execute(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
-        " set_config('plan_cache_mode', 'force_custom_plan', true)",
-        (str(ef_search),),
-    )
+def _in_submit_order(tasks: Mapping[Any, _V]) -> dict[Any, _V]:
+    """The signal tasks keyed ``(source, signal)``, in :data:`SUBMIT_ORDER`."""
+    return {name: tasks[name] for name in sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))}
 
 
-class PostgresKnowledgeIndex:
+class PostgresKnowledgeIndex(KnowledgeIndex):
     """:class:`memory_engine.ports.search.KnowledgeIndex` over the schema of migrations/0001."""
 
     def __init__(self, database: Database, *, parallel: bool = True, max_workers: int = 5) -> None:
         self._database = database
         self._parallel = parallel
-        self._max_workers = max_workers
-        self._executor: ThreadPoolExecutor | None = None
+        self._lanes = Lanes(database, max_workers)
         self.scope_stats: StatsCache[tuple[int, float]] = StatsCache()
         self._column_stats: dict[str, bm25.ColumnStats] = {}
         self._column_stats_lock = threading.Lock()
@@ -155,12 +144,11 @@ class PostgresKnowledgeIndex:
     def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         tasks = self._tasks(project_id, query, scopes)
         if self._parallel and len(tasks) > 1:
-            order = sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))
-            return _ranked_in_order(tasks, self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search))
+            return _ranked_in_order(tasks, self._lanes.run(_in_submit_order(tasks), query.ef_search))
         answers: dict[ListKey, ScoredKeys | list[ResultKey]] = {}
         if tasks:
             with self._database.connection() as conn:
-                _prepare(conn, query.ef_search)
+                prepare(conn, query.ef_search)
                 for name, task in tasks.items():
                     answers[name] = task(conn)
         return _ranked_in_order(tasks, answers)
@@ -197,13 +185,12 @@ class PostgresKnowledgeIndex:
     ) -> dict[ResultKey, Candidate]:
         work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[Row]]] = {}
         for source in SOURCES:
-            read = self._candidate_read(project_id, scopes, ranked, source, embedding, top, window)
-            if read is not None:
-                work[source] = read
+            if reads := self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window):
+                work[source] = reads[0]
         if self._parallel and len(work) > 1:
-            results = self._run_in_lanes(work, ef_search)
+            results = self._lanes.run(work, ef_search)
         else:
-            results = {source: self._run_one(read, ef_search) for source, read in work.items()}
+            results = {source: self._lanes.run_one(read, ef_search) for source, read in work.items()}
         found: dict[ResultKey, Candidate] = {}
         for source, rows in results.items():
             found.update(_candidates(source, rows, ranked))
@@ -220,10 +207,7 @@ class PostgresKnowledgeIndex:
         top; keep the ones of the overall top with :func:`memory_engine.domain.fusion.within_reach`."""
         tasks: dict[Any, Callable[[psycopg.Connection[Any]], Any]] = dict(self._tasks(project_id, query, scopes))
         if not (self._parallel and len(tasks) > 1):
-            ranked = self.rank(project_id, query, scopes)
-            return ranked, self.candidates(project_id, scopes, ranked, query.embedding, top=top_of(ranked), window=window,
-                                           ef_search=query.ef_search)
-        order = sorted(tasks, key=lambda name: SUBMIT_ORDER.index(name[1]))
+            return super().rank_and_read(project_id, query, scopes, window=window, top_of=top_of)
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {mems.SOURCE: {}, docs.SOURCE: {}}
         bookkeeping = threading.Lock()
@@ -243,7 +227,7 @@ class PostgresKnowledgeIndex:
                                           parts=max(1, spare))
             return {(source, _READ, part): read for part, read in enumerate(reads)}
 
-        done = self._run_in_lanes({name: tasks[name] for name in order}, query.ef_search, then=then)
+        done = self._lanes.run(_in_submit_order(tasks), query.ef_search, then=then)
         ranked = _ranked_in_order(tasks, done)
         found: dict[ResultKey, Candidate] = {}
         for name, rows in done.items():
@@ -251,20 +235,12 @@ class PostgresKnowledgeIndex:
                 found.update(_candidates(name[0], rows, ranked))
         return ranked, found
 
-    def _candidate_read(
-        self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
-        top: Sequence[ResultKey], window: int,
-    ) -> Callable[[psycopg.Connection[Any]], list[Row]] | None:
-        """The read of ``source``'s listed rows and of the neighbours of its keys in ``top`` (None
-        when there is nothing to read)."""
-        reads = self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window)
-        return reads[0] if reads else None
-
     def _candidate_reads(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
         top: Sequence[ResultKey], window: int, *, parts: int = 1,
     ) -> list[Callable[[psycopg.Connection[Any]], list[Row]]]:
-        """:meth:`_candidate_read` as up to ``parts`` reads of as many slices of the listed rows
+        """The reads of ``source``'s listed rows and of the neighbours of its keys in ``top`` (none
+        when there is nothing to read): up to ``parts`` reads of as many slices of the listed rows
         (each at least :data:`MIN_READ_SLICE` rows; the first also reads the neighbours), to run at
         once on as many connections. A row found by two slices is the same row."""
         ids = list(dict.fromkeys(key for (s, _), keys in ranked.lists.items() if s == source for _, key in keys))
@@ -287,75 +263,8 @@ class PostgresKnowledgeIndex:
         return [partial(read, project_id=project_id, ids=ids[i * size:(i + 1) * size], top=near if i == 0 else [],
                         window=window, scoring=scoring) for i in range(parts)]
 
-    def _run_in_lanes(
-        self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int,
-        then: Callable[[_K, _T, int], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
-    ) -> dict[_K, _T]:
-        """Every task's result, the tasks taken in their order by as many lanes as the pool has
-        connections (at most one per task): each lane holds one connection in one transaction and
-        takes the next task until none is left. A task of its own per connection paid a checkout, a
-        check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five).
-        ``then(name, result, spare)``, called as each task ends, may return more tasks, queued
-        behind the others; ``spare`` is how many lanes would have nothing to run next (this one
-        included). A lane with nothing to take waits while tasks run that may still add some. The
-        first failure stops every lane and is raised."""
-        pending = deque(tasks)
-        tasks = dict(tasks)
-        state = {"outstanding": len(pending), "idle": 0, "failed": False}
-        cond = threading.Condition()
-
-        def lane(conn: psycopg.Connection[Any]) -> dict[_K, _T]:
-            done: dict[_K, _T] = {}
-            while True:
-                with cond:
-                    state["idle"] += 1
-                    while not pending and state["outstanding"] and not state["failed"]:
-                        cond.wait()
-                    state["idle"] -= 1
-                    if state["failed"] or not pending:
-                        return done
-                    name = pending.popleft()
-                    task = tasks[name]
-                try:
-                    done[name] = task(conn)
-                    if then is None:
-                        more: dict[_K, Callable[[psycopg.Connection[Any]], _T]] = {}
-                    else:
-                        with cond:
-                            spare = state["idle"] + 1 - len(pending)
-                        more = then(name, done[name], spare)
-                except BaseException:
-                    with cond:
-                        state["failed"] = True
-                        cond.notify_all()
-                    raise
-                with cond:
-                    tasks.update(more)
-                    pending.extend(more)
-                    state["outstanding"] += len(more) - 1
-                    cond.notify_all()
-
-        lanes = min(len(pending), self._database.max_size, self._max_workers)
-        futures = [self._pool().submit(self._run_one, lane, ef_search) for _ in range(lanes)]
-        results: dict[_K, _T] = {}
-        for future in futures:
-            results.update(future.result())
-        return results
-
-    def _run_one(self, task: Callable[[psycopg.Connection[Any]], _T], ef_search: int) -> _T:
-        with self._database.connection() as conn:
-            _prepare(conn, ef_search)
-            return task(conn)
-
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="search")
-        return self._executor
-
     def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
+        self._lanes.close()
 
     # --- rows ------------------------------------------------------------------------------
     def fetch(
@@ -386,7 +295,7 @@ class PostgresKnowledgeIndex:
     def episodes(self, project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int) -> list[EpisodeResult]:
         with self._database.connection() as conn:
             if embedding is not None:
-                _prepare(conn, 100)
+                prepare(conn, 100)
             rows = mems.episode_rows(conn, project_id, scope, embedding, limit)
         return [
             EpisodeResult(
