@@ -146,6 +146,22 @@ def test_other_projects_are_never_returned(api: ApiClient, world: dict[str, Any]
     assert world["deploy"] not in theirs and world["other_fact"] in theirs
 
 
+def test_scope_values_with_quotes_and_percent_signs(container: Container, make_key: KeyFactory) -> None:
+    # search writes its scope into the statement as literals (lanes.PlannedCursor): a value with a
+    # quote, a backslash or a percent sign is quoted, never read as SQL or as a placeholder
+    seed = Seeder(container, "initech")
+    memory = seed.memory("o'brien's 100% notes")
+    odd_tag = "note:it's 100% \\done"
+    tagged = seed.fact(memory, "the quarterly budget doubled", tags=(odd_tag,))
+    frozen = seed.fact(memory, "the quarterly budget was frozen", tags=("note:other",))
+    api = ApiClient(make_key("initech", "read"))
+    assert ids_of(search(api, query="quarterly budget", memory_tags=[odd_tag], document_ids=["doc_none"])) == [tagged]
+    assert ids_of(search(api, query="quarterly budget", memory_tags=["note:it's 100%*"], document_ids=["doc_none"])) == [tagged]
+    hostile = search(api, query="quarterly budget", memory_ids=["x'); DROP TABLE memory_entries; --", memory],
+                     document_ids=["doc_none"])
+    assert set(ids_of(hostile)) == {tagged, frozen}
+
+
 def test_no_query_reads_are_deterministic(api: ApiClient, world: dict[str, Any]) -> None:
     body = search(api, memory_ids=[world["home"]], limit=50)
     got = ids_of(body)

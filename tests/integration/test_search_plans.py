@@ -1,4 +1,6 @@
-"""At realistic table sizes the vector and keyword queries use their indexes (EXPLAIN)."""
+"""At realistic table sizes the search statements use their indexes, in the plans search runs
+them with: generic plans with the scope written in (``lanes.searching``), EXPLAINed as the
+prepared statement's generic plan (``EXPLAIN EXECUTE`` under ``force_generic_plan``)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,11 @@ import dataclasses
 import json
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.adapt import PyFormat, Transformer
 
-from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres import bm25, lanes
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
@@ -22,20 +26,37 @@ ROWS = 10_000
 
 
 class Explaining:
-    """A connection stand-in that EXPLAINs each statement instead of running it."""
+    """A connection stand-in that EXPLAINs each statement instead of running it: the plan search
+    would run, the generic plan of the statement with its plan values written in, prepared."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.plans: list[dict[str, Any]] = []
 
     def execute(self, sql: str, params: Any = None) -> Explaining:
-        row = self.conn.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchone()
+        query = lanes.with_plan_values(sql, params, self.conn)
+        names = list(dict.fromkeys(m.group(1) for m in lanes.PLACEHOLDER.finditer(query)))
+        numbered = lanes.PLACEHOLDER.sub(lambda m: f"${names.index(m.group(1)) + 1}", query).replace("%%", "%")
+        # client-side binding: a utility statement takes no bound parameters, and $n are PREPARE's own
+        probe = psycopg.ClientCursor(self.conn)
+        probe.execute(f"PREPARE probe ({', '.join(_type_name(self.conn, params[n]) for n in names)}) AS {numbered}")
+        row = probe.execute(
+            f"EXPLAIN (FORMAT JSON) EXECUTE probe({', '.join(['%s'] * len(names))})", [params[n] for n in names]
+        ).fetchone()
+        probe.execute("DEALLOCATE probe")
         plan = row["QUERY PLAN"]
         self.plans.append(plan if isinstance(plan, list) else json.loads(plan))
         return self
 
     def fetchall(self) -> list[Any]:
         return []
+
+
+def _type_name(conn: Any, value: Any) -> str:
+    """The type psycopg sends ``value`` as (``unknown`` for NULL: PostgreSQL infers it)."""
+    oid = Transformer(conn).get_dumper(value, PyFormat.AUTO).upgrade(value, PyFormat.AUTO).oid if value is not None else 0
+    info = conn.adapters.types.get(oid)  # an array's oid finds its element's info
+    return "unknown" if info is None else info.name + ("[]" if oid == info.array_oid else "")
 
 
 def index_names(plan: Any) -> set[str]:
@@ -66,12 +87,12 @@ def seeded(container: Container) -> dict[str, str]:
     return {"project_id": project_id, "memory_id": memory_id}
 
 
-def explain(container: Container, fn: Any, *args: Any) -> set[str]:
-    with container.database.connection() as conn:
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+def explain(container: Container, fn: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    """The plans of the statements ``fn(connection, *args, **kwargs)`` runs, as search runs them."""
+    with container.database.connection() as conn, lanes.searching(conn, 40):
         probe = Explaining(conn)
-        fn(probe, *args)
-    return index_names(probe.plans)
+        fn(probe, *args, **kwargs)
+    return probe.plans
 
 
 def query(signal: Signal) -> SignalQuery:
@@ -81,10 +102,10 @@ def query(signal: Signal) -> SignalQuery:
 
 def test_vector_queries_use_hnsw(container: Container, seeded: dict[str, str]) -> None:
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
-    assert "memory_entries_embedding_live_idx" in explain(
-        container, mems.vector, seeded["project_id"], scope, query(Signal.VECTOR))
-    assert "document_chunks_embedding_idx" in explain(
-        container, docs.vector, seeded["project_id"], DocumentScope(), query(Signal.VECTOR))
+    assert "memory_entries_embedding_live_idx" in index_names(explain(
+        container, mems.vector, seeded["project_id"], scope, query(Signal.VECTOR)))
+    assert "document_chunks_embedding_idx" in index_names(explain(
+        container, docs.vector, seeded["project_id"], DocumentScope(), query(Signal.VECTOR)))
 
 
 def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -> None:
@@ -95,10 +116,10 @@ def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -
     assert fact_shares.total > 0 and chunk_shares.total > 0  # analyzed: the statements see real shares
     # the probe answers plans, not rows: no statistics version to check
     fact_shares, chunk_shares = dataclasses.replace(fact_shares, analyzed=None), dataclasses.replace(chunk_shares, analyzed=None)
-    assert "memory_entries_tsv_idx" in explain(
-        container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats, fact_shares)
-    assert "document_chunks_tsv_idx" in explain(
-        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD), stats, chunk_shares)
+    assert "memory_entries_tsv_idx" in index_names(explain(
+        container, mems.keyword, seeded["project_id"], scope, query(Signal.KEYWORD), stats, fact_shares))
+    assert "document_chunks_tsv_idx" in index_names(explain(
+        container, docs.keyword, seeded["project_id"], DocumentScope(), query(Signal.KEYWORD), stats, chunk_shares))
 
 
 def test_a_named_period_reads_facts_through_the_valid_from_index(container: Container, seeded: dict[str, str]) -> None:
@@ -106,7 +127,7 @@ def test_a_named_period_reads_facts_through_the_valid_from_index(container: Cont
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
     for mention in (DateMention(2023, 5, 8), DateMention(2023, 5, None), DateMention(2023, None, None)):
         q = dataclasses.replace(query(Signal.VECTOR), dates=(mention,))
-        assert "memory_entries_live_idx" in explain(container, mems.dated, seeded["project_id"], scope, q)
+        assert "memory_entries_live_idx" in index_names(explain(container, mems.dated, seeded["project_id"], scope, q))
 
 
 def test_hub_degrees_walk_the_entity_index(container: Container, seeded: dict[str, str]) -> None:
@@ -119,10 +140,8 @@ def test_hub_degrees_walk_the_entity_index(container: Container, seeded: dict[st
             f" HAVING count(*) BETWEEN {mems.HUB_MIN_DEGREE} AND {mems.HUB_MAX_DEGREE} ORDER BY count(*) DESC LIMIT 1"
         ).fetchone()
     assert row is not None
-    with container.database.connection() as conn:
-        probe = Explaining(conn)
-        mems.split_hubs(probe, seeded["project_id"], scope, [row["entity_id"]], size=mems.HUB_MIN_DEGREE)
-    degrees = [node for node in _nodes(probe.plans) if node.get("Subplan Name") == "CTE degrees"]
+    plans = explain(container, mems.split_hubs, seeded["project_id"], scope, [row["entity_id"]], size=mems.HUB_MIN_DEGREE)
+    degrees = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE degrees"]
     assert degrees and "entry_entities_entity_idx" in index_names(degrees)
 
 
@@ -136,14 +155,11 @@ def test_the_anchor_fan_out_reads_the_anchors_links_from_the_entity_index(
         ).fetchall()
     anchors = [row["entity_id"] for row in rows]
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
-    with container.database.connection() as conn:
-        conn.execute("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)")
-        probe = Explaining(conn)
-        mems.entity(probe, seeded["project_id"], scope, query(Signal.ENTITY), anchors, [])
+    plans = explain(container, mems.entity, seeded["project_id"], scope, query(Signal.ENTITY), anchors, [])
     # the anchors' links are read by entity in a step of their own, fenced from the "50 most recent"
     # LIMIT (with the LIMIT on the scan itself the planner may walk the primary key, entry_id first,
     # backwards: every link of the table when the anchors have few, 220-460 ms at 1M facts)
-    links = [node for node in _nodes(probe.plans) if node.get("Subplan Name") == "CTE links"]
+    links = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE links"]
     assert links and {"entry_entities_entity_idx"} == index_names(links)
 
 
@@ -153,3 +169,28 @@ def _nodes(plan: Any) -> list[dict[str, Any]]:
     if isinstance(plan, list):
         return [n for value in plan for n in _nodes(value)]
     return []
+
+
+def test_a_small_memory_is_planned_as_small(container: Container, seeded: dict[str, str]) -> None:
+    # search's generic plans see the scope (written in): the keyword hits of a memory of 20 facts
+    # in a table of 10k are not the GIN posting lists of the whole table, filtered
+    small = "mem_plans_small"
+    with container.database.connection() as conn:
+        conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'small') ON CONFLICT DO NOTHING",
+                     (small, seeded["project_id"]))
+        conn.execute("UPDATE memory_entries SET memory_id = %s WHERE id IN (SELECT id FROM memory_entries"
+                     " WHERE memory_id = %s ORDER BY id LIMIT 20)", (small, seeded["memory_id"]))
+        conn.execute("ANALYZE memory_entries")
+        shares = dataclasses.replace(bm25.column_stats(conn, mems.FACTS.table), analyzed=None)
+    try:
+        plans = explain(container, mems.keyword, seeded["project_id"], MemoryScope(memory_ids=(small,)),
+                        query(Signal.KEYWORD), (20, 20.0), shares)
+        hits = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE hits"]
+        conditions = [node.get("Index Cond", "") for node in _nodes(hits)]
+        # the memory's own rows (its id a literal the planner weighs), met with the lexeme's
+        assert any(small in cond and "memory_id" in cond for cond in conditions), conditions
+        assert "memory_entries_tsv_idx" in index_names(hits)
+    finally:
+        with container.database.connection() as conn:
+            conn.execute("UPDATE memory_entries SET memory_id = %s WHERE memory_id = %s", (seeded["memory_id"], small))
+            conn.execute("ANALYZE memory_entries")

@@ -22,7 +22,7 @@ from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
-from memory_engine.adapters.postgres.lanes import Lanes, prepare
+from memory_engine.adapters.postgres.lanes import Lanes, searching
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
@@ -147,8 +147,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             return _ranked_in_order(tasks, self._lanes.run(_in_submit_order(tasks), query.ef_search))
         answers: dict[ListKey, ScoredKeys | list[ResultKey]] = {}
         if tasks:
-            with self._database.connection() as conn:
-                prepare(conn, query.ef_search)
+            with self._database.connection() as conn, searching(conn, query.ef_search):
                 for name, task in tasks.items():
                     answers[name] = task(conn)
         return _ranked_in_order(tasks, answers)
@@ -293,9 +292,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         return out[:limit]
 
     def episodes(self, project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int) -> list[EpisodeResult]:
-        with self._database.connection() as conn:
-            if embedding is not None:
-                prepare(conn, 100)
+        with self._database.connection() as conn, searching(conn, 100):
             rows = mems.episode_rows(conn, project_id, scope, embedding, limit)
         return [
             EpisodeResult(
