@@ -74,6 +74,9 @@ def _rank_score(rank: int, length: int) -> float:
 def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate], config: SearchConfig) -> dict[ResultKey, float]:
     """The weighted sum of every signal's normalized score, per candidate."""
     out = dict.fromkeys(candidates, 0.0)
+    of_source: dict[str, list[tuple[ResultKey, Candidate]]] = {}
+    for key, cand in candidates.items():
+        of_source.setdefault(key[0], []).append((key, cand))
     for name, keys in ranked.lists.items():
         source, signal = name
         weight = config.weight(signal)
@@ -83,9 +86,9 @@ def signal_scores(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]
             scale = _scale(ranked.scores.get(name, []))
             if scale <= 0:
                 continue  # no row matched a word, or none is related to the query: nothing to add
-            for key, cand in candidates.items():
+            for key, cand in of_source.get(source, ()):
                 raw = cand.similarity if signal is Signal.VECTOR else (cand.bm25 or None)
-                if key[0] == source and raw is not None:
+                if raw is not None:
                     out[key] += weight * _normalized(raw, scale)
         else:  # rank-only lists: entity anchors, recency
             for rank, key in enumerate(keys, start=1):

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -34,19 +35,50 @@ PLAN_VALUES: Final = frozenset({
     "depth", "rescore", "top_k", "limit", "window", "hub_max",
 })
 #: A named placeholder of a statement (``%(name)s``, ``%(name)b``); ``%%`` is a literal ``%``.
-PLACEHOLDER: Final = re.compile(r"(?<!%)%\((\w+)\)[sb]")
+PLACEHOLDER: Final = re.compile(r"(?<!%)%\((\w+)\)([sb])")
 
 
 def with_plan_values(query: str, params: Mapping[str, Any], conn: psycopg.Connection[Any]) -> str:
     """``query`` with its :data:`PLAN_VALUES` placeholders replaced by their values as literals,
-    quoted by psycopg for ``conn`` (a ``%`` in one, as in a LIKE pattern, written ``%%``)."""
+    quoted by psycopg for ``conn`` (a ``%`` in one, as in a LIKE pattern, written ``%%``). A search
+    writes some 100 of them (the scope recurs in subqueries): the pieces of a query and the
+    literal of a value are each worked out once."""
+    texts, names, formats = _pieces(query)
+    if not names:
+        return query
+    out = [texts[0]]
+    for name, fmt, text in zip(names, formats, texts[1:], strict=True):
+        out.append(_literal(params[name], conn) if name in PLAN_VALUES else f"%({name}){fmt}")
+        out.append(text)
+    return "".join(out)
 
-    def literal(m: re.Match[str]) -> str:
-        if m.group(1) not in PLAN_VALUES:
-            return m.group(0)
-        return sql.Literal(params[m.group(1)]).as_string(conn).replace("%", "%%")
 
-    return PLACEHOLDER.sub(literal, query)
+@lru_cache(maxsize=1024)
+def _pieces(query: str) -> tuple[list[str], list[str], list[str]]:
+    """``query`` split at its placeholders: the texts around them, their names and formats."""
+    parts = PLACEHOLDER.split(query)
+    return parts[0::3], parts[1::3], parts[2::3]
+
+
+_LITERALS: dict[tuple[type, Any], str] = {}
+_MAX_LITERALS: Final = 4096
+
+
+def _literal(value: Any, conn: psycopg.Connection[Any]) -> str:
+    """``value`` as a literal, remembered (every connection of the engine quotes alike: UTF-8,
+    standard-conforming strings)."""
+    key = (type(value), tuple(value) if isinstance(value, list) else value)
+    try:
+        return _LITERALS[key]
+    except KeyError:
+        pass
+    except TypeError:  # not hashable
+        return sql.Literal(value).as_string(conn).replace("%", "%%")
+    text = sql.Literal(value).as_string(conn).replace("%", "%%")
+    if len(_LITERALS) >= _MAX_LITERALS:
+        _LITERALS.clear()
+    _LITERALS[key] = text
+    return text
 
 
 class PlannedCursor(psycopg.Cursor[Any]):
