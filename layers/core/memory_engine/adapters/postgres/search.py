@@ -52,6 +52,7 @@ Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
 SCOPE_STATS_TTL_S = 300.0
 
 _V = TypeVar("_V")
+_K = TypeVar("_K")
 
 
 class StatsCache(Generic[_V]):
@@ -143,14 +144,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         tasks = self._tasks(project_id, query, scopes)
-        if self._parallel and len(tasks) > 1:
-            return _ranked_in_order(tasks, self._lanes.run(_in_submit_order(tasks), query.ef_search))
-        answers: dict[ListKey, ScoredKeys | list[ResultKey]] = {}
-        if tasks:
-            with self._database.connection() as conn, searching(conn, query.ef_search):
-                for name, task in tasks.items():
-                    answers[name] = task(conn)
-        return _ranked_in_order(tasks, answers)
+        return _ranked_in_order(tasks, self._run_all(_in_submit_order(tasks), query.ef_search))
 
     def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> tuple[int, float]:
         if isinstance(scope, MemoryScope):
@@ -186,10 +180,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         for source in SOURCES:
             if reads := self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window):
                 work[source] = reads[0]
-        if self._parallel and len(work) > 1:
-            results = self._lanes.run(work, ef_search)
-        else:
-            results = {source: self._lanes.run_one(read, ef_search) for source, read in work.items()}
+        results = self._run_all(work, ef_search)
         found: dict[ResultKey, Candidate] = {}
         for source, rows in results.items():
             found.update(_candidates(source, rows, ranked))
@@ -269,17 +260,30 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     def fetch(
         self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False
     ) -> dict[ResultKey, MemoryResult | DocumentResult]:
+        """The result rows of ``keys``: facts and chunks read at once, one connection each."""
         memory_ids = [key for source, key in keys if source == mems.SOURCE]
         chunk_ids = [key for source, key in keys if source == docs.SOURCE]
+        work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[tuple[ResultKey, Any]]]] = {}
+        if memory_ids:
+            work[mems.SOURCE] = lambda conn: [((mems.SOURCE, row["id"]), memory_result(row, raw=raw))
+                                              for row in mems.rows(conn, project_id, memory_ids, embedding)]
+        if chunk_ids:
+            work[docs.SOURCE] = lambda conn: [((docs.SOURCE, row["id"]), document_result(row))
+                                              for row in docs.rows(conn, project_id, chunk_ids, embedding)]
         found: dict[ResultKey, MemoryResult | DocumentResult] = {}
-        with self._database.connection() as conn:
-            if memory_ids:
-                for row in mems.rows(conn, project_id, memory_ids, embedding):
-                    found[(mems.SOURCE, row["id"])] = memory_result(row, raw=raw)
-            if chunk_ids:
-                for row in docs.rows(conn, project_id, chunk_ids, embedding):
-                    found[(docs.SOURCE, row["id"])] = document_result(row)
+        for rows in self._run_all(work, FETCH_EF_SEARCH).values():
+            found.update(rows)
         return found
+
+    def _run_all(self, work: Mapping[_K, Callable[[psycopg.Connection[Any]], _V]], ef_search: int) -> dict[_K, _V]:
+        """Every task of ``work`` in search transactions: in lanes when the index runs in parallel,
+        else one after another on one connection."""
+        if self._parallel and len(work) > 1:
+            return self._lanes.run(dict(work), ef_search)
+        if not work:
+            return {}
+        with self._database.connection() as conn, searching(conn, ef_search):
+            return {name: task(conn) for name, task in work.items()}
 
     def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
         out: list[MemoryResult | DocumentResult] = []
@@ -304,6 +308,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
 
 SOURCES: Final[tuple[SourceType, ...]] = (mems.SOURCE, docs.SOURCE)
+#: The result rows are read by id: no vector scan runs in their transaction.
+FETCH_EF_SEARCH: Final = 40
 #: A candidate read is split between free connections only into slices of at least this many rows:
 #: a statement's fixed cost (planning, round trip: about 0.5 ms) is that of reading some 50 rows, so
 #: a split saves wall time only when a slice reads more than its share of that.
