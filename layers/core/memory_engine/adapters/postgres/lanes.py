@@ -67,18 +67,18 @@ _MAX_LITERALS: Final = 4096
 def _literal(value: Any, conn: psycopg.Connection[Any]) -> str:
     """``value`` as a literal, remembered (every connection of the engine quotes alike: UTF-8,
     standard-conforming strings)."""
-    key = (type(value), tuple(value) if isinstance(value, list) else value)
+    key: tuple[type, Any] | None = (type(value), tuple(value) if isinstance(value, list) else value)
     try:
-        return _LITERALS[key]
-    except KeyError:
-        pass
-    except TypeError:  # not hashable
-        return sql.Literal(value).as_string(conn).replace("%", "%%")
-    text = sql.Literal(value).as_string(conn).replace("%", "%%")
-    if len(_LITERALS) >= _MAX_LITERALS:
-        _LITERALS.clear()
-    _LITERALS[key] = text
-    return text
+        known = _LITERALS.get(key) if key is not None else None
+    except TypeError:  # not hashable: quoted every time
+        key, known = None, None
+    if known is None:
+        known = sql.Literal(value).as_string(conn).replace("%", "%%")
+        if key is not None:
+            if len(_LITERALS) >= _MAX_LITERALS:
+                _LITERALS.clear()
+            _LITERALS[key] = known
+    return known
 
 
 class PlannedCursor(psycopg.Cursor[Any]):
