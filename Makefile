@@ -27,6 +27,8 @@ test: $(STAMP)
 	$(BIN)/ruff check layers functions infra tests bench clients
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+	# the database tests again on PostgreSQL 16 + pgvector 0.8.1, what Aurora deploys (own venv: .venv-pg16)
+	$(BIN)/python tests/support/older_postgres.py
 
 # The schema-driven fuzz test of `make test` (20 examples per operation) with many more examples
 # per operation; FUZZ_EXAMPLES=N to choose.
@@ -71,4 +73,4 @@ layer: $(STAMP)
 	$(BIN)/python layers/build_layer.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out build
+	rm -rf $(VENV) .venv-pg16 .pytest_cache .mypy_cache .ruff_cache cdk.out build

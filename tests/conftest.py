@@ -23,13 +23,14 @@ from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import Settings
 from tests.support.api_client import ApiClient
+from tests.support.postgres import ExternalPostgres
 
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "MemoryEngineTests")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
-TEMPLATE_DB = "me_template"
+TEMPLATE_DB = f"me_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEMORY_ENGINE_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
@@ -55,17 +56,24 @@ def embedder() -> OnnxMiniLMEmbedder:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "pgdata")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | ExternalPostgres]:
+    """The embedded PostgreSQL 18, or the server ``MEMORY_ENGINE_TEST_POSTGRES_URL`` names
+    (tests/support/older_postgres.py runs the database tests on PostgreSQL 16 that way)."""
+    external = os.environ.get("MEMORY_ENGINE_TEST_POSTGRES_URL")
+    server: EmbeddedPostgres | ExternalPostgres = (
+        ExternalPostgres(external) if external else EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "pgdata")
+    )
     uri = server.start()
     with psycopg.connect(uri, autocommit=True) as conn:
+        # xdist workers share an external server: one template each
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(TEMPLATE_DB)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE_DB)))
     migrate(server.uri(TEMPLATE_DB), embedding_dim=384)
     yield server
     server.stop()
 
 
-def _create_database(server: EmbeddedPostgres) -> str:
+def _create_database(server: EmbeddedPostgres | ExternalPostgres) -> str:
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server.uri("postgres"), autocommit=True) as conn:
         conn.execute(
@@ -75,13 +83,13 @@ def _create_database(server: EmbeddedPostgres) -> str:
 
 
 @pytest.fixture(scope="module")
-def database_url(pg_server: EmbeddedPostgres) -> str:
+def database_url(pg_server: EmbeddedPostgres | ExternalPostgres) -> str:
     """A fresh, migrated database for this test module."""
     return _create_database(pg_server)
 
 
 @pytest.fixture
-def fresh_database_url(pg_server: EmbeddedPostgres) -> str:
+def fresh_database_url(pg_server: EmbeddedPostgres | ExternalPostgres) -> str:
     """A fresh, migrated database for one test."""
     return _create_database(pg_server)
 
