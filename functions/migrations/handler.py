@@ -15,8 +15,7 @@ from aws_lambda_powertools import Logger
 from psycopg.conninfo import make_conninfo
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_engine.adapters.postgres.migrations import migrate
-from memory_engine.adapters.postgres.roles import LoginRole, RoleAccess, ensure_roles
+from memory_engine.bootstrap import install_schema
 
 logger = Logger(service="memory-engine-migrations")
 PHYSICAL_ID = "memory-engine-schema"
@@ -60,14 +59,10 @@ def apply_schema(props: SchemaProperties, secrets_client: Any) -> list[str]:
         host=admin["host"], port=int(admin.get("port", 5432)), dbname=admin.get("dbname", "memory_engine"),
         user=admin["username"], password=admin["password"], sslmode="require", connect_timeout=10,
     )
-    applied = migrate(conninfo, embedding_dim=props.embedding_dimensions)
     app = _secret(secrets_client, props.app_secret_arn)
     search = _secret(secrets_client, props.search_secret_arn)
-    ensure_roles(conninfo, [
-        LoginRole(app["username"], app["password"], RoleAccess.READ_WRITE),
-        LoginRole(search["username"], search["password"], RoleAccess.READ_ONLY),
-    ])
-    return applied
+    return install_schema(conninfo, embedding_dim=props.embedding_dimensions,
+                          app=(app["username"], app["password"]), search=(search["username"], search["password"]))
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -4,7 +4,9 @@ TYPE_CHECKING) of ``memory_engine`` and ``memory_engine_infra``, read with ``ast
 - no import cycle in either package;
 - imports point inward (HOUSE_STYLE rule 1): ``domain`` imports no other layer, ``ports`` only the
   domain, ``services`` neither adapters nor drivers, and ``adapters`` only implement ports: they
-  import neither the composition root, the HTTP layer, the services nor a driver.
+  import neither the composition root, the HTTP layer, the services, the settings nor a driver;
+- the Lambda handlers under ``functions/`` get wired objects from the composition root and never
+  import an adapter themselves.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ FORBIDDEN = {
     "domain": ("ports", "services", "adapters", *DRIVERS),
     "ports": ("services", "adapters", *DRIVERS),
     "services": ("adapters", *DRIVERS),
-    "adapters": ("services", *DRIVERS),
+    # adapters take their configuration as arguments (the composition root reads the settings)
+    "adapters": ("services", "settings", *DRIVERS),
 }
 
 Graph = Mapping[str, set[str]]
@@ -155,3 +158,25 @@ def test_the_checks_fail_on_a_cycle_and_on_an_outward_import() -> None:
     assert cycles(bad) == [["memory_engine.adapters.local.queue", "memory_engine.bootstrap"],
                            ["memory_engine.http.health", "memory_engine.http.openapi", "memory_engine.http.routers"]]
     assert layer_violations(bad) == ["memory_engine.adapters.local.queue -> memory_engine.bootstrap"]
+
+
+def handler_imports() -> dict[str, set[str]]:
+    """functions/<area>/*.py -> the modules of ours it imports (absolute imports only: handlers are
+    loaded by file path, so they have no package to be relative to)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / "functions").rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        found[str(path.relative_to(REPO))] = {n for n in names if n.startswith("memory_engine")}
+    return found
+
+
+def test_handlers_import_no_adapter() -> None:
+    imports = handler_imports()
+    assert "functions/api/handler.py" in imports
+    assert [f"{h} -> {m}" for h, ms in imports.items() for m in sorted(ms)
+            if m.startswith("memory_engine.adapters")] == []

@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import functools
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.errors import ConfigurationError, DependencyError
 from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.ports.embedder import Embedder
-from memory_engine.settings import DEFAULT_CLIENT_URL, ChatProvider, EmbeddingProvider, Runtime, Settings
+from memory_engine.settings import DEFAULT_CLIENT_URL, ChatProvider, EmbeddingProvider, OcrProvider, Runtime, Settings
 
 if TYPE_CHECKING:
+    from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_rds import RDSClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_stepfunctions import SFNClient
+
     from memory_engine.domain.converter_protocol import CallbackUrls
     from memory_engine.ports.blobs import BlobStore, UploadInbox
     from memory_engine.ports.conversions import ConversionRepository, TaskCallbacks
@@ -39,12 +47,22 @@ if TYPE_CHECKING:
     from memory_engine.services.keys import Authenticator
 
 
+#: Attempts per AWS call (the first and two retries), botocore's ``standard`` mode: a Step Functions
+#: task that still fails is retried by the state machine's own ``Retry`` (domain/pipeline.py), so the
+#: two layers multiply to at most 3 x that policy's attempts, not botocore's legacy 5 x it.
+AWS_MAX_ATTEMPTS = 3
+
+
 class Container:
     """Holds the adapters of one process. Pass overrides for anything tests replace."""
 
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
         self.settings = settings or Settings()
         self._checked: set[str] = set()
+        unknown = sorted(name for name in overrides if not isinstance(getattr(type(self), name, None), cached_property))
+        if unknown:
+            # a misspelt override would otherwise be stored beside the real provider and never used
+            raise TypeError(f"{type(self).__name__} has no provider named {', '.join(map(repr, unknown))}")
         for name, value in overrides.items():
             self.__dict__[name] = value  # pre-fills the cached_property of that name
 
@@ -60,10 +78,32 @@ class Container:
         self._checked.add(function)
 
     # --- AWS clients (built only when a Bedrock/S3/EventBridge adapter needs one) ---
-    def boto_client(self, service: str) -> Any:
-        import boto3
+    @overload
+    def boto_client(self, service: Literal["bedrock-runtime"]) -> BedrockRuntimeClient: ...
+    @overload
+    def boto_client(self, service: Literal["events"]) -> EventBridgeClient: ...
+    @overload
+    def boto_client(self, service: Literal["rds"]) -> RDSClient: ...
+    @overload
+    def boto_client(self, service: Literal["s3"]) -> S3Client: ...
+    @overload
+    def boto_client(self, service: Literal["secretsmanager"]) -> SecretsManagerClient: ...
+    @overload
+    def boto_client(self, service: Literal["sqs"]) -> SQSClient: ...
+    @overload
+    def boto_client(self, service: Literal["stepfunctions"]) -> SFNClient: ...
+    @overload
+    def boto_client(self, service: str) -> Any: ...
 
-        return boto3.client(service, region_name=self.settings.aws_region)  # type: ignore[call-overload]
+    def boto_client(self, service: str) -> Any:
+        """A client for ``service`` with botocore's ``standard`` retry mode (throttling and transient
+        errors, exponential backoff, :data:`AWS_MAX_ATTEMPTS` attempts in all). botocore owns retries of
+        a single AWS call; the adapters add none of their own (docs/security.md, "Retries")."""
+        import boto3
+        from botocore.config import Config
+
+        config = Config(retries={"mode": "standard", "total_max_attempts": AWS_MAX_ATTEMPTS})
+        return boto3.client(service, region_name=self.settings.aws_region, config=config)  # type: ignore[call-overload]
 
     @cached_property
     def database(self) -> Database:
@@ -211,9 +251,24 @@ class Container:
     def ocr_engine(self) -> OcrEngine | None:
         """The built-in ``ocr`` converter (``OCR_ENGINE``): Textract on AWS, Tesseract locally when
         its binary is installed, else None."""
-        from memory_engine.adapters.ocr import build_ocr_engine
+        from memory_engine.adapters.ocr.tesseract import TesseractOcr
 
-        return build_ocr_engine(self.settings, self.boto_client)
+        s = self.settings
+        provider = s.ocr_engine
+        if provider is OcrProvider.AUTO:
+            if s.runtime is Runtime.AWS:
+                provider = OcrProvider.TEXTRACT
+            else:
+                provider = OcrProvider.TESSERACT if TesseractOcr.available() else OcrProvider.NONE
+        if provider is OcrProvider.TEXTRACT:
+            from memory_engine.adapters.ocr.textract import TextractOcr
+
+            if not s.documents_bucket:
+                raise ConfigurationError("OCR_ENGINE=textract needs DOCUMENTS_BUCKET (Textract reads multi-page files from S3)")
+            return TextractOcr(self.boto_client("textract"), self.boto_client("s3"), s.documents_bucket)
+        if provider is OcrProvider.TESSERACT:
+            return TesseractOcr(languages=s.ocr_languages)
+        return None
 
     @cached_property
     def ingestion_rules(self) -> IngestionRuleRepository:
@@ -355,15 +410,22 @@ class Container:
 
         return PostgresImporter(self.database)
 
-    @property
-    def embedding_dimensions(self) -> int:
-        """The dimension the schema is built for: the embedder's own."""
-        return self.embedder.dimensions if "embedder" in self.__dict__ else self.settings.resolved_embedding_dimensions
-
     def close(self) -> None:
         for name in ("search_database", "database"):
             if name in self.__dict__:
                 self.__dict__[name].close()
+
+
+def install_schema(conninfo: str, *, embedding_dim: int, app: tuple[str, str], search: tuple[str, str]) -> list[str]:
+    """Apply pending migrations as the admin ``conninfo``, then create or update the login roles: ``app``
+    (user, password) reads and writes, ``search`` only reads. Returns the migrations applied (the
+    deploy-time custom resource, ``functions/migrations``). Raises ``SchemaMismatch`` and ``psycopg.Error``."""
+    from memory_engine.adapters.postgres.migrations import migrate
+    from memory_engine.adapters.postgres.roles import LoginRole, RoleAccess, ensure_roles
+
+    applied = migrate(conninfo, embedding_dim=embedding_dim)
+    ensure_roles(conninfo, [LoginRole(*app, RoleAccess.READ_WRITE), LoginRole(*search, RoleAccess.READ_ONLY)])
+    return applied
 
 
 #: The file under ``$MEMORY_ENGINE_HOME`` holding the converter-callback HMAC secret (local shape).

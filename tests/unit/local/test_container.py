@@ -69,3 +69,19 @@ def test_on_aws_search_shares_the_functions_pool(tmp_path: Path) -> None:
                                    DATABASE_SECRET_ARN="arn:aws:secretsmanager:eu-west-1:123456789012:secret:db"))
     container.__dict__["database"] = database = object()  # no Secrets Manager here: the pool itself is not built
     assert container.search_database is database
+
+
+def test_an_override_must_name_a_provider(tmp_path: Path) -> None:
+    # Given a fake embedder meant for the container, once spelt right and once misspelt
+    fake = object()
+    # Then the right name pre-fills the provider, and the misspelt one is refused instead of ignored
+    assert LocalContainer(_settings(tmp_path), embedder=fake).embedder is fake
+    with pytest.raises(TypeError, match="no provider named 'embeder'"):
+        LocalContainer(_settings(tmp_path), embeder=fake)
+    with pytest.raises(TypeError, match="'boto_client'"):
+        Container(_settings(tmp_path), boto_client=lambda service: None)
+
+
+def test_aws_clients_use_the_standard_retry_mode(tmp_path: Path) -> None:
+    client = Container(_settings(tmp_path)).boto_client("sqs")
+    assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}

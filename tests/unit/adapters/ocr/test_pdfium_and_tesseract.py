@@ -12,9 +12,9 @@ from PIL import Image
 
 from memory_engine.adapters import pdfium
 from memory_engine.adapters.extractors.pdf import PdfiumExtractor
-from memory_engine.adapters.ocr import build_ocr_engine
 from memory_engine.adapters.ocr.tesseract import TesseractOcr
 from memory_engine.adapters.ocr.textract import TextractOcr
+from memory_engine.bootstrap import Container
 from memory_engine.domain.ingestion_errors import ConverterFailed, EncryptedPdf, NoTextLayer
 from memory_engine.errors import ConfigurationError
 from memory_engine.settings import Settings
@@ -67,21 +67,26 @@ def test_a_missing_tesseract_binary_names_the_package_to_install() -> None:
         list(ocr.pages(b"\x89PNG\r\n\x1a\n", "image/png", "/scans/a.png"))
 
 
-def _settings(**env: Any) -> Settings:
-    return Settings(**env)
+class _Recording(Container):
+    """The composition root with its AWS clients recorded instead of built."""
+
+    clients: list[str]
+
+    def boto_client(self, service: str) -> Any:
+        self.clients = [*getattr(self, "clients", []), service]
+        return object()
+
+
+def _ocr(**env: Any) -> tuple[object, list[str]]:
+    container = _Recording(Settings(**env))
+    engine = container.ocr_engine
+    return engine, getattr(container, "clients", [])
 
 
 def test_the_composition_root_builds_textract_on_aws_and_nothing_when_told_none() -> None:
-    clients: list[str] = []
-
-    def boto_client(service: str) -> object:
-        clients.append(service)
-        return object()
-
-    aws = _settings(MEMORY_ENGINE_RUNTIME="aws", DOCUMENTS_BUCKET="docs")
-    assert isinstance(build_ocr_engine(aws, boto_client), TextractOcr) and clients == ["textract", "s3"]
-    assert build_ocr_engine(_settings(OCR_ENGINE="none"), boto_client) is None
-    assert isinstance(build_ocr_engine(_settings(OCR_ENGINE="tesseract", OCR_LANGUAGES="deu+eng"), boto_client),
-                      TesseractOcr)
+    engine, clients = _ocr(MEMORY_ENGINE_RUNTIME="aws", DOCUMENTS_BUCKET="docs")
+    assert isinstance(engine, TextractOcr) and clients == ["textract", "s3"]
+    assert _ocr(OCR_ENGINE="none")[0] is None
+    assert isinstance(_ocr(OCR_ENGINE="tesseract", OCR_LANGUAGES="deu+eng")[0], TesseractOcr)
     with pytest.raises(ConfigurationError, match="DOCUMENTS_BUCKET"):
-        build_ocr_engine(_settings(OCR_ENGINE="textract"), boto_client)
+        _ocr(OCR_ENGINE="textract")
