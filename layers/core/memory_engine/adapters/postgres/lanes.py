@@ -60,14 +60,22 @@ def _pieces(query: str) -> tuple[list[str], list[str], list[str]]:
     return parts[0::3], parts[1::3], parts[2::3]
 
 
-_LITERALS: dict[tuple[type, Any], str] = {}
+_LITERALS: dict[Any, str] = {}
 _MAX_LITERALS: Final = 4096
+
+
+def _typed_key(value: Any) -> Any:
+    """A cache key that tells equal values of different types apart: ``[1, 2]`` and ``[1.0, 2.0]``,
+    ``[True]`` and ``[1]`` compare (and hash) equal but quote as ``int2[]``, ``float8[]``, ``bool[]``."""
+    if isinstance(value, list | tuple):
+        return (type(value), tuple(_typed_key(item) for item in value))
+    return (type(value), value)
 
 
 def _literal(value: Any, conn: psycopg.Connection[Any]) -> str:
     """``value`` as a literal, remembered (every connection of the engine quotes alike: UTF-8,
     standard-conforming strings)."""
-    key: tuple[type, Any] | None = (type(value), tuple(value) if isinstance(value, list) else value)
+    key: Any = _typed_key(value)
     try:
         known = _LITERALS.get(key) if key is not None else None
     except TypeError:  # not hashable: quoted every time
