@@ -141,7 +141,7 @@ export class MemoryEngineClient {
   }
 
   /** Up to 100 entries in one transaction (the manual path); retried: a repeat skips what is stored. */
-  writeEntries(entries: m.EntryBatchItem[], options: { duplicate_threshold?: number } = {}): Promise<m.EntryBatchResult> {
+  writeEntries(entries: m.EntryBatch["entries"], options: Omit<m.EntryBatch, "entries"> = {}): Promise<m.EntryBatchResult> {
     return this.http.send("write_entries", { body: { ...options, entries } });
   }
 

@@ -18,6 +18,7 @@ export type ImportResult = Schemas["ImportResult"];
 export type EntryCreateRequest = Schemas["EntryCreateRequest"];
 export type EntryWriteResult = Schemas["EntryWriteResult"];
 export type EntryReplacement = Schemas["EntryReplacement"];
+export type EntryBatch = Schemas["EntryBatch"];
 export type EntryBatchItem = Schemas["EntryBatchItem"];
 export type EntryBatchResult = Schemas["EntryBatchResult"];
 export type EntryBatchDeleteResult = Schemas["EntryBatchDeleteResult"];
