@@ -11,7 +11,11 @@ import { fileURLToPath } from "node:url";
 import { PACKAGE_DIR, startEngine, type RunningEngine } from "./engine.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const files = readdirSync(here).filter((name) => name.endsWith(".test.js")).sort().map((name) => join(here, name));
+// `npm test -- build/test/live.test.js` runs the files named; `npm test` every test file
+const named = process.argv.slice(2).filter((arg) => arg.endsWith(".js"));
+const options = process.argv.slice(2).filter((arg) => !arg.endsWith(".js"));
+const files = named.length ? named
+  : readdirSync(here).filter((name) => name.endsWith(".test.js")).sort().map((name) => join(here, name));
 
 let engine: RunningEngine | null = null;
 const env = { ...process.env };
@@ -24,7 +28,7 @@ if (!env["MEMORY_ENGINE_TEST_URL"] || !env["MEMORY_ENGINE_TEST_KEY"]) {
 let code = 1;
 try {
   code = await new Promise<number>((ok) => {
-    const child = spawn(process.execPath, ["--test", ...process.argv.slice(2), ...files],
+    const child = spawn(process.execPath, ["--test", ...options, ...files],
       { env, cwd: PACKAGE_DIR, stdio: "inherit" });
     child.once("exit", (status) => ok(status ?? 1));
   });
