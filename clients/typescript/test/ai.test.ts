@@ -9,8 +9,8 @@ import { test } from "node:test";
 import { generateText, stepCountIs, streamText } from "ai";
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 
-import { NotFoundError } from "../src/index.js";
-import { memoryTools } from "../src/ai.js";
+import { NotFoundError } from "memory-engine-client";
+import { memoryTools } from "memory-engine-client/ai";
 import { liveClient, unique } from "./support.js";
 
 const me = liveClient();

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { OPERATIONS, type Operation } from "../src/index.js";
+import { OPERATIONS, type Operation } from "memory-engine-client";
 import { REPO_ROOT } from "./engine.js";
 
 export type Document = { paths: Record<string, Record<string, OperationSpec>> };

@@ -9,7 +9,7 @@ import { test } from "node:test";
 import {
   AuthenticationError, MemoryEngineClient, NotFoundError, UnprocessableEntityError, type DocumentResult, type Memory,
   type MemoryResult,
-} from "../src/index.js";
+} from "memory-engine-client";
 import { compareOperations } from "./contract.js";
 import { liveClient, unique } from "./support.js";
 

@@ -10,7 +10,7 @@ import {
   APIConnectionError, APIError, APITimeoutError, AuthenticationError, BadRequestError, ConflictError,
   MemoryEngineClient, MemoryEngineError, NotFoundError, PayloadTooLargeError, PermissionDeniedError,
   RateLimitError, RetryPolicy, ServerError, UnprocessableEntityError,
-} from "../src/index.js";
+} from "memory-engine-client";
 import { apiError, json, scriptedFetch, type Seen } from "./support.js";
 
 const HEALTH = { status: "ok", version: "0.1.0", database: true };

@@ -1,5 +1,5 @@
 /** What the test files share: the live engine's client, and a scripted `fetch` for the offline tests. */
-import { MemoryEngineClient, type ClientOptions } from "../src/index.js";
+import { MemoryEngineClient, type ClientOptions } from "memory-engine-client";
 
 /** A client of the engine `run.ts` started (admin key unless another is given). */
 export function liveClient(options: ClientOptions = {}): MemoryEngineClient {
