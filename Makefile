@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test fuzz lint fmt typecheck openapi synth install clean layer bench-peers bench-load
+.PHONY: dev test fuzz lint fmt typecheck openapi ts-client ts-test synth install clean layer bench-peers bench-load
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,22 @@ typecheck: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/memory-engine openapi --write layers/core/memory_engine/http/openapi.json
 
+# The TypeScript client (clients/typescript): its npm dependencies exactly as package-lock.json pins them
+# (npm ci), the types regenerated from docs/openapi.json (src/generated/openapi.ts; its contract test fails
+# when the committed file is stale), then its build (dist/). Run it after `make openapi`.
+TS_CLIENT := clients/typescript
+$(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund
+	touch $@
+
+ts-client: $(TS_CLIENT)/node_modules/.package-lock.json
+	cd $(TS_CLIENT) && npm run generate && npm run build
+
+# Its Node tests alone (node --test) against a `memory-engine dev` they start; `make test` runs them too
+# (tests/client/test_typescript_client.py)
+ts-test: $(STAMP) $(TS_CLIENT)/node_modules/.package-lock.json
+	cd $(TS_CLIENT) && MEMORY_ENGINE_PYTHON=$(CURDIR)/$(BIN)/python npm test
+
 # The CloudFormation template into cdk.out/, offline, with cdk-nag (what `cdk synth` runs; needs Node)
 synth: $(STAMP)
 	CDK_OUTDIR=cdk.out $(BIN)/python infra/app.py
@@ -73,4 +89,4 @@ layer: $(STAMP)
 	$(BIN)/python layers/build_layer.py
 
 clean:
-	rm -rf $(VENV) .venv-pg16 .pytest_cache .mypy_cache .ruff_cache cdk.out build
+	rm -rf $(VENV) .venv-pg16 .pytest_cache .mypy_cache .ruff_cache cdk.out build $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist $(TS_CLIENT)/build
