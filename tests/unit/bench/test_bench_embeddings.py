@@ -1,4 +1,4 @@
-"""The retrieval metrics and numpy helpers of bench/embeddings.py, on hand-made examples."""
+"""The retrieval metrics and numpy helpers of bench/embeddings.py (and its candidates module), on hand-made examples."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ def bench() -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def candidates(bench: ModuleType) -> ModuleType:
+    return sys.modules["embedding_candidates"]  # imported by bench/embeddings.py
 
 
 def test_ndcg_matches_a_hand_computed_value(bench: ModuleType) -> None:
@@ -57,17 +62,17 @@ def test_top_k_returns_exact_cosine_order(bench: ModuleType) -> None:
     assert bench.top_k(query, docs, 3).tolist() == [[1, 4, 2]]
 
 
-def test_erf_approximation_is_accurate(bench: ModuleType) -> None:
+def test_erf_approximation_is_accurate(candidates: ModuleType) -> None:
     xs = np.linspace(-4, 4, 81).astype(np.float32)
     expected = np.array([math.erf(float(x)) for x in xs])
-    assert np.max(np.abs(bench._erf(xs) - expected)) < 1e-6
+    assert np.max(np.abs(candidates._erf(xs) - expected)) < 1e-6
 
 
-def test_safetensors_reader_round_trips_f32_tensors(bench: ModuleType, tmp_path: Path) -> None:
+def test_safetensors_reader_round_trips_f32_tensors(candidates: ModuleType, tmp_path: Path) -> None:
     # Given a safetensors file written by hand with one 2x3 tensor
     tensor = np.arange(6, dtype="<f4").reshape(2, 3)
     header = json.dumps({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, tensor.nbytes]}}).encode()
     path = tmp_path / "m.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header + tensor.tobytes())
     # When it is read, Then the tensor comes back unchanged
-    assert np.array_equal(bench._read_safetensors(path)["w"], tensor)
+    assert np.array_equal(candidates._read_safetensors(path)["w"], tensor)
