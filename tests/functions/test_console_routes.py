@@ -83,3 +83,22 @@ def test_on_aws_the_csp_lets_the_page_put_presigned_uploads_to_the_documents_buc
         set_container(container)
     connect = next(part for part in csp.split("; ") if part.startswith("connect-src"))
     assert connect == "connect-src 'self' https://me-docs.s3.amazonaws.com https://me-docs.s3.eu-west-1.amazonaws.com"
+
+
+def test_on_aws_the_served_api_document_lists_no_local_only_route(container: Container) -> None:
+    from memory_engine.bootstrap import set_container
+    from memory_engine.settings import Runtime
+
+    local = json.loads(get("/v1/openapi.json")["body"])
+    # Given the API function deployed on AWS, where API Gateway routes no local-only path
+    aws = Container(container.settings.model_copy(update={
+        "runtime": Runtime.AWS, "documents_bucket": "me-docs", "event_bus_name": "me-bus",
+        "state_machine_arn": "arn:aws:states:us-east-1:123456789012:stateMachine:me"}), database=container.database)
+    set_container(aws)
+    try:
+        deployed = json.loads(get("/v1/openapi.json")["body"])
+    finally:
+        set_container(container)
+    # Then its document leaves out the event endpoint and the local upload/download URLs, and only them
+    assert set(local["paths"]) - set(deployed["paths"]) == {
+        "/v1/events", "/v1/local-uploads/{token}", "/v1/local-downloads/{token}"}
