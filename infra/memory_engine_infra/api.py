@@ -78,7 +78,7 @@ class Api(Construct):
             self, "ApiFunction",
             FunctionSpec(
                 area=c.FUNCTION_API, handler="lambda_handler", service=c.FUNCTION_API, timeout=API_TIMEOUT,
-                memory_size=1536, reserved_concurrency=API_RESERVED_CONCURRENCY,
+                memory_size=1536, reserved_concurrency=API_RESERVED_CONCURRENCY, serves_mcp=True,
                 description="memory-engine API: memories, entries, documents, embeddings, health",
             ),
         )

@@ -44,6 +44,8 @@ class FunctionSpec:
     memory_size: int = 1024
     reserved_concurrency: int | None = None
     description: str = ""
+    #: gets the MCP layer (only the function that serves ``POST /v1/mcp``)
+    serves_mcp: bool = False
 
 
 class FunctionFactory:
@@ -86,7 +88,7 @@ class FunctionFactory:
                 str(FUNCTIONS_DIR / spec.area), exclude=["__pycache__", "*.pyc"]
             ),
             handler=f"handler.{spec.handler}",
-            layers=self._layers.all,
+            layers=self._layers.for_function(serves_mcp=spec.serves_mcp),
             role=role,
             timeout=spec.timeout,
             memory_size=spec.memory_size,

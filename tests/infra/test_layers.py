@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -83,3 +85,67 @@ def test_build_layer_fetches_arm64_cp312_wheels_of_the_runtime_dependencies(tmp_
                  "--only-binary=:all:", f"--target {tmp_path}"):
         assert flag in joined
     assert build_layer.MARKER == layers.BUILT_MARKER
+
+
+def test_the_core_layer_leaves_out_what_no_function_imports_and_stays_small() -> None:
+    package = layers.stage_core_package() / "python" / "memory_engine"
+    assert not [name for name in layers.NOT_DEPLOYED if (package / name).exists()]
+    assert (package / "http").is_dir() and (package / "mcp_server").is_dir()
+    size = sum(p.stat().st_size for p in package.rglob("*") if p.is_file())
+    assert size < 2_500_000, f"the core layer grew to {size / 1e6:.1f} MB unzipped"
+
+
+@pytest.mark.parametrize("area", sorted(p.parent.name for p in (REPO / "functions").glob("*/handler.py")))
+def test_every_handler_imports_from_the_deployed_core_layer(area: str, tmp_path: Path) -> None:
+    # Given the core layer as deployed (no local runtime, CLI or evaluation) and the installed
+    # dependencies, without the editable install that would find the whole package (-S: no .pth files)
+    staged = layers.stage_core_package() / "python"
+    site_packages = [p for p in sys.path if p.endswith("site-packages")]
+    code = ("import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('handler', {str(REPO / 'functions' / area / 'handler.py')!r})\n"
+            "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+            "import memory_engine\n"
+            "leaked = sorted(m for m in sys.modules if m.split('.')[1:2] and m.split('.')[1] in"
+            f" {layers.NOT_DEPLOYED!r} and m.startswith('memory_engine.'))\n"
+            "assert not leaked, leaked\n"
+            "print(memory_engine.__file__)\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(staged), *site_packages]), "MEMORY_ENGINE_RUNTIME": "aws",
+           "AWS_DEFAULT_REGION": "us-east-1", "PATH": os.environ.get("PATH", "")}
+    # When the function's module is imported (what a cold start does before the first event)
+    result = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path,  # noqa: S603
+                            capture_output=True, text=True, timeout=120)
+    # Then it imports, from the staged layer, and nothing it loads is missing from the layer
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().startswith(str(staged)), result.stdout
+
+
+def _fake_distribution(site: Path, name: str, requires: list[str], files: list[str]) -> None:
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    for file in files:
+        (site / file).parent.mkdir(parents=True, exist_ok=True)
+        (site / file).write_text("x = 1\n")
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in [*files, f"{info.name}/METADATA", f"{info.name}/RECORD"]))
+
+
+def test_the_mcp_layer_takes_what_only_the_mcp_sdk_needs(tmp_path: Path) -> None:
+    build_layer = build_layer_module()
+    site, mcp_site = tmp_path / "deps", tmp_path / "mcp"
+    # Given one resolution: the base needs httpx (-> anyio) and pydantic; mcp needs those and starlette
+    # (-> anyio) and pyjwt[crypto] (-> cryptography); a Windows-only and a test-extra dependency
+    _fake_distribution(site, "httpx", ["anyio"], ["httpx/__init__.py"])
+    _fake_distribution(site, "anyio", [], ["anyio/__init__.py"])
+    _fake_distribution(site, "pydantic", ["pywin32; sys_platform == 'win32'"], ["pydantic/__init__.py"])
+    _fake_distribution(site, "mcp", ["httpx", "pydantic", "starlette", "pyjwt[crypto]"], ["mcp/__init__.py"])
+    _fake_distribution(site, "starlette", ["anyio", "pytest; extra == 'test'"], ["starlette/__init__.py"])
+    _fake_distribution(site, "pyjwt", ["cryptography; extra == 'crypto'"], ["jwt/__init__.py"])
+    _fake_distribution(site, "cryptography", [], ["cryptography/__init__.py", "cryptography/hazmat/x.py"])
+    # When the MCP layer is split off
+    moved = build_layer.split_mcp(site, mcp_site, ["httpx>=0.27", "pydantic>=2", "mcp>=1.25"])
+    # Then it holds exactly what nothing else needs, files and metadata, and the base keeps the rest
+    assert moved == ["cryptography", "mcp", "pyjwt", "starlette"]
+    assert (mcp_site / "cryptography" / "hazmat" / "x.py").is_file() and (mcp_site / "mcp-1.0.dist-info").is_dir()
+    assert sorted(p.name for p in site.iterdir()) == [
+        "anyio", "anyio-1.0.dist-info", "httpx", "httpx-1.0.dist-info", "pydantic", "pydantic-1.0.dist-info"]

@@ -98,13 +98,18 @@ def test_the_api_has_no_authorizer_because_the_functions_authenticate(synthesize
 
 def test_every_function_is_arm64_python312_traced_in_the_vpc_with_both_layers(synthesized: Synthesized) -> None:
     functions = functions_by_handler(synthesized)
+    mcp_layers = [k for k in synthesized.resources("AWS::Lambda::LayerVersion") if "McpDependencies" in k]
+    assert len(mcp_layers) == 1
     # api, search, extraction, migrations, expiry sweep + one per pipeline step
     assert len(functions) == 5 + len(STEP_FUNCTION_NAMES)
     for name, (_, props) in functions.items():
         assert props["Runtime"] == "python3.12", name
         assert props["Architectures"] == ["arm64"], name
         assert props["TracingConfig"] == {"Mode": "Active"}, name
-        assert len(props["Layers"]) == 2, name
+        # the dependencies and the core package; the MCP SDK's only where POST /v1/mcp is served
+        serves_mcp = name == "memory-engine-api:handler.lambda_handler"
+        assert len(props["Layers"]) == (3 if serves_mcp else 2), name
+        assert ({"Ref": mcp_layers[0]} in props["Layers"]) is serves_mcp, name
         assert props["VpcConfig"]["SubnetIds"], name
         env = props["Environment"]["Variables"]
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "MemoryEngine"
