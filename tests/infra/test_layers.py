@@ -112,7 +112,7 @@ def test_every_handler_imports_from_the_deployed_core_layer(area: str, tmp_path:
     env = {"PYTHONPATH": os.pathsep.join([str(staged), *site_packages]), "MEMORY_ENGINE_RUNTIME": "aws",
            "AWS_DEFAULT_REGION": "us-east-1", "PATH": os.environ.get("PATH", "")}
     # When the function's module is imported (what a cold start does before the first event)
-    result = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path,  # noqa: S603
+    result = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     # Then it imports, from the staged layer, and nothing it loads is missing from the layer
     assert result.returncode == 0, result.stderr[-3000:]
