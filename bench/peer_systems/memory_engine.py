@@ -172,7 +172,7 @@ class MemoryEngineHttp(MemoryEngineService):
 
             target = HttpSeedTarget(self.call)  # the harness's own seeding, every write a request
             for conv in ds.conversations:
-                memory_id, labels = locomo.seed(target, self.project_id, conv)  # type: ignore[arg-type]
+                memory_id, labels = locomo.seed(target, self.project_id, conv, write=target.write_entry)  # type: ignore[arg-type]
                 self.scope[conv.sample_id] = memory_id
                 self.labels.update(labels)
         else:
@@ -196,13 +196,15 @@ class MemoryEngineHttp(MemoryEngineService):
 
 
 class HttpSeedTarget:
-    """What ``locomo.seed`` needs of a container (``memories.create``, ``write_entry``), answered by
+    """What ``locomo.seed`` needs of a container (``memories.create``; ``entries``, ``embedder`` and
+    ``chat_model`` are handed to its ``write``, :meth:`write_entry`, which ignores them), answered by
     the HTTP API: the harness decides the fields, so the HTTP row writes exactly what the service row
     writes, whatever the harness writes next."""
 
     def __init__(self, call: Callable[[str, dict[str, Any]], Any]) -> None:
         self.call = call
         self.memories = self
+        self.entries = self.embedder = self.chat_model = None
 
     def create(self, project_id: str, *, name: str, tags: Sequence[str] = (), **fields: Any) -> Any:
         from types import SimpleNamespace
@@ -210,7 +212,8 @@ class HttpSeedTarget:
         created = self.call("/v1/memories", {"name": name, "tags": list(tags), **fields})
         return SimpleNamespace(id=created["id"])
 
-    def write_entry(self, *, project_id: str, entry: Any, duplicate_threshold: float = 0.95, agent: Any = None) -> Any:
+    def write_entry(self, *_ports: Any, project_id: str, entry: Any, duplicate_threshold: float = 0.95,
+                    agent: Any = None) -> Any:
         from types import SimpleNamespace
 
         body = {**entry.model_dump(mode="json", exclude_unset=True), "duplicate_threshold": duplicate_threshold}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,12 +99,16 @@ def load(path: Path, *, max_conversations: int | None = None, max_sessions: int 
     return out
 
 
-def seed(container: Container, project_id: str, conversation: Conversation) -> tuple[str, dict[str, frozenset[str]]]:
-    """Write one conversation through the funnel, each session as its own source conversation (so
+def seed(container: Container, project_id: str, conversation: Conversation,
+         write: Callable[..., Any] | None = None) -> tuple[str, dict[str, frozenset[str]]]:
+    """Write one conversation through the funnel (``write``, e.g. ``POST /v1/memory-entries`` in
+    bench/peers.py's HTTP row; the service by default), each session as its own source conversation (so
     every turn gets the turn before it as context, as any client writing turns with
     ``source_conversation_id`` does); returns (memory id, entry id -> dia ids)."""
     from memory_engine.domain.entries import EntityRef, NewEntry
     from memory_engine.services.write_entry import write_entry
+
+    write = write or write_entry
 
     memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
     labels: dict[str, set[str]] = {}
@@ -115,8 +119,8 @@ def seed(container: Container, project_id: str, conversation: Conversation) -> t
             source_conversation_id=f"{conversation.sample_id}/{turn.dia_id.split(':', 1)[0]}",
         )
         # 1.0: only exact repeats are skipped; their dia_id then labels the surviving entry
-        result = write_entry(container.entries, container.embedder, container.chat_model, project_id=project_id, entry=entry,
-                             duplicate_threshold=1.0)
+        result = write(container.entries, container.embedder, container.chat_model, project_id=project_id, entry=entry,
+                       duplicate_threshold=1.0)
         labels.setdefault(result.entry.id, set()).add(turn.dia_id)
     return memory.id, {k: frozenset(v) for k, v in labels.items()}
 
