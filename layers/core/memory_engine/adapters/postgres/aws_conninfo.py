@@ -2,27 +2,33 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, Final
 
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from psycopg.conninfo import make_conninfo
+
+#: How long a read of the database secret is reused (Powertools' parameter cache). A rotated
+#: password reaches new connections within this time, without a cold start.
+SECRET_MAX_AGE_SECONDS: Final = 300
 
 
 class AwsConninfo:
-    """Callable conninfo factory (psycopg_pool calls it for each new connection)."""
+    """Callable conninfo factory (psycopg_pool calls it for each new connection); the secret is read
+    through Powertools' ``SecretsProvider`` and re-read once it is ``max_age`` seconds old."""
 
-    def __init__(self, secrets_client: Any, rds_client: Any, secret_arn: str, *, iam_auth: bool) -> None:
-        self._secrets = secrets_client
+    def __init__(self, secrets_client: Any, rds_client: Any, secret_arn: str, *, iam_auth: bool,
+                 max_age: int = SECRET_MAX_AGE_SECONDS) -> None:
+        self._secrets = SecretsProvider(boto3_client=secrets_client)
         self._rds = rds_client
         self._secret_arn = secret_arn
         self._iam_auth = iam_auth
-        self._secret: dict[str, Any] | None = None
+        self._max_age = max_age
 
     def _load(self) -> dict[str, Any]:
-        if self._secret is None:
-            value = self._secrets.get_secret_value(SecretId=self._secret_arn)["SecretString"]
-            self._secret = json.loads(value)
-        return self._secret
+        secret = self._secrets.get(self._secret_arn, max_age=self._max_age, transform="json")
+        if not isinstance(secret, dict):
+            raise ValueError("the database secret is not a JSON object")
+        return secret
 
     def __call__(self) -> str:
         secret = self._load()
