@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
 from memory_engine.adapters.openai_compat.chat import OpenAICompatChat
 from memory_engine.adapters.openai_compat.embedder import OpenAICompatEmbedder
-from memory_engine.errors import ChatModelError, EmbeddingThrottled
+from memory_engine.errors import ChatModelError, EmbeddingError, EmbeddingThrottled
 from memory_engine.ports.chat import ChatMessage
 
 
@@ -102,3 +104,57 @@ def test_chat_empty_reply_and_http_errors_raise(server: tuple[str, FakeOpenAI]) 
     state.fail_next = [500]
     with pytest.raises(ChatModelError, match="HTTP 500"):
         chat.complete([ChatMessage("user", "hi")])
+
+
+@pytest.fixture
+def dripping() -> Iterator[str]:
+    """An endpoint that answers 200 and then one byte of its body every 0.3 s (each read is quick)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            payload = json.dumps({"object": "list", "data": [{"index": 0, "embedding": [1.0, 0.0, 0.0]}]}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            try:
+                for byte in payload:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            except OSError:
+                pass  # the client gave up
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+def test_the_timeout_bounds_the_whole_answer_not_each_read(dripping: str) -> None:
+    # Given an endpoint that would take ~20 s to send its answer, each byte well within the timeout
+    embedder = OpenAICompatEmbedder(dripping, model_id="m", dimensions=3, timeout=1.0)
+    # Then the call fails at the deadline, saying so
+    with pytest.raises(EmbeddingError, match="no complete answer within 1 s"):
+        embedder.embed_documents(["a"])
+
+
+def test_an_injected_client_carries_every_call() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path.endswith("/embeddings"):
+            return httpx.Response(200, json={"data": [{"index": 0, "embedding": [0.0, 1.0, 0.0]}]})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
+
+    client = httpx.Client(transport=httpx.MockTransport(answer))
+    embedder = OpenAICompatEmbedder("https://models.example/v1", model_id="m", dimensions=3, api_key="k", client=client)
+    chat = OpenAICompatChat("https://models.example/v1", model_id="c", client=client)
+    assert np.allclose(embedder.embed_documents(["a"])[0], [0.0, 1.0, 0.0])
+    assert chat.complete([ChatMessage("user", "hi")]) == "ok"
+    assert [r.url.path for r in seen] == ["/v1/embeddings", "/v1/chat/completions"]
+    assert seen[0].headers["authorization"] == "Bearer k" and "authorization" not in seen[1].headers

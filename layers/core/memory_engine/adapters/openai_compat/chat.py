@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_engine.adapters.openai_compat.http import is_retryable, post_json
+import httpx
+
+from memory_engine.adapters.openai_compat.http import JsonEndpoint, is_retryable
 from memory_engine.adapters.retry import with_backoff
 from memory_engine.errors import ChatModelError
 from memory_engine.ports.chat import ChatModel, ChatRequest
 
 
 class OpenAICompatChat(ChatModel):
-    def __init__(self, base_url: str, *, model_id: str, api_key: str | None = None, attempts: int = 3) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
+    def __init__(self, base_url: str, *, model_id: str, api_key: str | None = None, attempts: int = 3,
+                 client: httpx.Client | None = None) -> None:
+        self._endpoint = JsonEndpoint(base_url.rstrip("/") + "/chat/completions", api_key=api_key, client=client)
+        self._url = self._endpoint.url
         self.model_id = model_id
-        self._api_key = api_key
         self._attempts = attempts
 
     def _complete(self, request: ChatRequest) -> str:
@@ -29,7 +32,7 @@ class OpenAICompatChat(ChatModel):
         }
         try:
             body = with_backoff(
-                lambda: post_json(self._url, payload, api_key=self._api_key, timeout=request.timeout),
+                lambda: self._endpoint.post(payload, timeout=request.timeout),
                 retry_on=is_retryable,
                 attempts=self._attempts,
             )

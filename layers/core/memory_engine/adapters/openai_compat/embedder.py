@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memory_engine.adapters.openai_compat.http import HttpStatusError, is_retryable, post_json
+import httpx
+
+from memory_engine.adapters.openai_compat.http import HttpStatusError, JsonEndpoint, is_retryable
 from memory_engine.adapters.retry import with_backoff
 from memory_engine.errors import EmbeddingError, EmbeddingThrottled
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
@@ -24,12 +26,13 @@ class OpenAICompatEmbedder(Embedder):
         timeout: float = 30.0,
         send_dimensions: bool = False,
         query_cache_size: int = 1024,
+        client: httpx.Client | None = None,
     ) -> None:
         super().__init__(query_cache_size=query_cache_size)
-        self._url = base_url.rstrip("/") + "/embeddings"
+        self._endpoint = JsonEndpoint(base_url.rstrip("/") + "/embeddings", api_key=api_key, client=client)
+        self._url = self._endpoint.url
         self.model_id = model_id
         self.dimensions = dimensions
-        self._api_key = api_key
         self._timeout = timeout
         self._send_dimensions = send_dimensions
 
@@ -39,7 +42,7 @@ class OpenAICompatEmbedder(Embedder):
             payload["dimensions"] = self.dimensions
         try:
             body = with_backoff(
-                lambda: post_json(self._url, payload, api_key=self._api_key, timeout=self._timeout),
+                lambda: self._endpoint.post(payload, timeout=self._timeout),
                 retry_on=is_retryable,
             )
             rows = sorted(body["data"], key=lambda item: item.get("index", 0))
@@ -47,5 +50,5 @@ class OpenAICompatEmbedder(Embedder):
         except HttpStatusError as exc:
             error = EmbeddingThrottled if exc.status == 429 else EmbeddingError
             raise error(f"embedding endpoint {self._url} failed: {exc}") from exc
-        except (OSError, KeyError, TypeError, ValueError) as exc:
+        except (OSError, httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
             raise EmbeddingError(f"embedding endpoint {self._url} failed: {exc}") from exc
