@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import boto3
 import numpy as np
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from memory_engine.adapters.bedrock.chat import BedrockConverseChat
 from memory_engine.adapters.bedrock.embedder import BedrockTitanEmbedder
+from memory_engine.bootstrap import AWS_MAX_ATTEMPTS
 from memory_engine.errors import ChatModelError, ConfigurationError, EmbeddingThrottled
 from memory_engine.ports.chat import ChatMessage
 
@@ -42,17 +45,52 @@ def test_titan_v2_request_shape_and_normalized_vectors() -> None:
     assert vector.shape == (256,) and np.isclose(vector[0], 0.6) and np.isclose(np.linalg.norm(vector), 1.0)
 
 
-def test_titan_retries_throttling_then_gives_a_typed_error() -> None:
-    client = _client()
-    embedder = BedrockTitanEmbedder(client, dimensions=256, attempts=2)
-    with Stubber(client) as stub:
-        stub.add_client_error("invoke_model", "ThrottlingException", "slow down", 429)
-        stub.add_response("invoke_model", {"body": _titan_body([1.0] + [0.0] * 255), "contentType": "application/json"})
-        assert embedder.embed_query("q").shape == (256,)
-        stub.add_client_error("invoke_model", "ThrottlingException", "slow down", 429)
-        stub.add_client_error("invoke_model", "ThrottlingException", "slow down", 429)
-        with pytest.raises(EmbeddingThrottled):
-            embedder.embed_documents(["again"])
+def _answering(client: Any, statuses: list[int], ok_body: bytes) -> list[int]:
+    """Answer the client's HTTP sends (under botocore's retry loop, unlike Stubber) with ``statuses``
+    in turn, a throttling error for 429 and ``ok_body`` for 200; returns the statuses sent."""
+    sent: list[int] = []
+
+    def send(request: Any, **_: Any) -> AWSResponse:
+        status = statuses[len(sent)] if len(sent) < len(statuses) else statuses[-1]
+        sent.append(status)
+        body = ok_body if status == 200 else b'{"message": "slow down"}'
+        headers = {"x-amzn-ErrorType": "ThrottlingException"} if status == 429 else {}
+        raw = _RawBody(body)
+        return AWSResponse(request.url, status, {"content-type": "application/json", **headers}, raw)
+
+    client.meta.events.register("before-send.bedrock-runtime.InvokeModel", send)
+    return sent
+
+
+class _RawBody(io.BytesIO):
+    def stream(self, **_: Any) -> Any:
+        yield self.getvalue()
+
+
+def _production_client(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from memory_engine.bootstrap import Container
+    from memory_engine.settings import Settings
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "x")
+    monkeypatch.setattr("botocore.retries.standard.ExponentialBackoff.delay_amount", lambda *_: 0.0)
+    return Container(Settings(AWS_REGION="us-east-1")).boto_client("bedrock-runtime")  # type: ignore[call-arg]
+
+
+def test_throttling_is_retried_by_botocore_alone_then_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    ok = json.dumps({"embedding": [1.0] + [0.0] * 255, "inputTextTokenCount": 1}).encode()
+    # Given the client the composition root builds, and Bedrock throttling once
+    client = _production_client(monkeypatch)
+    sent = _answering(client, [429, 200], ok)
+    # Then one retry (botocore's) answers, and the adapter sends nothing more of its own
+    assert BedrockTitanEmbedder(client, dimensions=256).embed_query("q").shape == (256,)
+    assert sent == [429, 200]
+    # And when it keeps throttling, 3 attempts in all (not botocore's times an adapter loop's), then a typed error
+    client = _production_client(monkeypatch)
+    sent = _answering(client, [429], ok)
+    with pytest.raises(EmbeddingThrottled):
+        BedrockTitanEmbedder(client, dimensions=256).embed_documents(["again"])
+    assert sent == [429] * AWS_MAX_ATTEMPTS
 
 
 def test_titan_rejects_unsupported_dimensions() -> None:
@@ -85,7 +123,7 @@ def test_converse_sends_temperature_zero_no_tools_and_returns_text() -> None:
 
 def test_converse_blank_reply_and_errors_are_chat_model_errors() -> None:
     client = _client()
-    chat = BedrockConverseChat(client, model_id="m", attempts=1)
+    chat = BedrockConverseChat(client, model_id="m")
     with Stubber(client) as stub:
         stub.add_response("converse", {
             "output": {"message": {"role": "assistant", "content": [{"text": "  "}]}}, "stopReason": "end_turn",

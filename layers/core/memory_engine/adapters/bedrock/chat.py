@@ -1,4 +1,5 @@
-"""Bedrock Converse chat model (temperature 0, no tools)."""
+"""Bedrock Converse chat model (temperature 0, no tools). Throttling and 5xx are retried by the
+client's botocore retry mode (the composition root builds it), not here."""
 
 from __future__ import annotations
 
@@ -6,18 +7,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memory_engine.adapters.retry import with_backoff
 from memory_engine.errors import ChatModelError
 from memory_engine.ports.chat import ChatModel, ChatRequest
 
-THROTTLING_CODES = {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException"}
-
 
 class BedrockConverseChat(ChatModel):
-    def __init__(self, client: Any, *, model_id: str, attempts: int = 3) -> None:
+    def __init__(self, client: Any, *, model_id: str) -> None:
         self._client = client
         self.model_id = model_id
-        self._attempts = attempts
 
     def _complete(self, chat: ChatRequest) -> str:
         request: dict[str, Any] = {
@@ -28,16 +25,8 @@ class BedrockConverseChat(ChatModel):
         if chat.system:
             request["system"] = [{"text": chat.system}]
 
-        def call() -> Any:
-            return self._client.converse(**request)
-
         try:
-            response = with_backoff(
-                call,
-                retry_on=lambda e: isinstance(e, ClientError)
-                and e.response.get("Error", {}).get("Code") in THROTTLING_CODES,
-                attempts=self._attempts,
-            )
+            response = self._client.converse(**request)
         except (ClientError, BotoCoreError) as exc:
             raise ChatModelError(f"Bedrock Converse failed: {exc}") from exc
         blocks = response.get("output", {}).get("message", {}).get("content", [])

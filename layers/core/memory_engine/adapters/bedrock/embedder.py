@@ -8,7 +8,6 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memory_engine.adapters.retry import with_backoff
 from memory_engine.errors import ConfigurationError, EmbeddingError, EmbeddingThrottled
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
 
@@ -29,7 +28,6 @@ class BedrockTitanEmbedder(Embedder):
         *,
         model_id: str = TITAN_V2,
         dimensions: int = 1024,
-        attempts: int = 5,
         query_cache_size: int = 1024,
     ) -> None:
         super().__init__(query_cache_size=query_cache_size)
@@ -40,20 +38,16 @@ class BedrockTitanEmbedder(Embedder):
         self._client = client
         self.model_id = model_id
         self.dimensions = dimensions
-        self._attempts = attempts
 
     def _embed_one(self, text: str) -> list[float]:
         body = json.dumps(
             {"inputText": text[:MAX_INPUT_CHARS] or " ", "dimensions": self.dimensions, "normalize": True}
         )
 
-        def call() -> Any:
-            return self._client.invoke_model(
+        try:  # throttling and 5xx: retried by the client's botocore retry mode, not here
+            response = self._client.invoke_model(
                 modelId=self.model_id, body=body, contentType="application/json", accept="application/json"
             )
-
-        try:
-            response = with_backoff(call, retry_on=_is_throttle, attempts=self._attempts)
             payload = json.loads(response["body"].read())
             return list(payload["embedding"])
         except ClientError as exc:
@@ -66,6 +60,3 @@ class BedrockTitanEmbedder(Embedder):
     def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
         return [self._embed_one(text) for text in texts]
 
-
-def _is_throttle(exc: BaseException) -> bool:
-    return isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in THROTTLING_CODES
