@@ -101,15 +101,15 @@ def _shapes(tree: Element, out: Paginator, *, notes: bool = False) -> None:
     for shape in titles:
         out.heading(1, " ".join(_paragraph_text(p) for p in shape.iter(f"{A}p")))
     for shape in others:
-        _shape(shape, out)
+        _shape(shape, out, bullets=not notes)
 
 
-def _shape(shape: Element, out: Paginator) -> None:
+def _shape(shape: Element, out: Paginator, *, bullets: bool = True) -> None:
     kind = ns_local(shape.tag)
     if kind == "grpSp":
         for child in shape:
             if ns_local(child.tag) in ("sp", "grpSp", "graphicFrame"):
-                _shape(child, out)
+                _shape(child, out, bullets=bullets)
         return
     if kind == "graphicFrame":
         for table in shape.iter(f"{A}tbl"):
@@ -128,7 +128,7 @@ def _shape(shape: Element, out: Paginator) -> None:
         props = paragraph.find(f"{A}pPr")
         level = int(props.get("lvl", "0")) if props is not None and props.get("lvl", "0").isdigit() else 0
         bulleted = props is None or props.find(f"{A}buNone") is None
-        if level or (bulleted and _in_body_placeholder(shape)):
+        if bullets and (level or (bulleted and _in_body_placeholder(shape))):
             out.block("  " * level + "- " + text)
         else:
             out.block(text)
