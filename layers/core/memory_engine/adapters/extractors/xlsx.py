@@ -132,9 +132,11 @@ class _Reader:
                 continue
             if header is None:
                 header = _header(above, out)
-            lines = table_lines([header, row])
+            lines = table_lines([header, row]) if any(header) else []
             if len(lines) > 1:
                 out.block(lines[-1])
+            else:  # no header (a sheet of numbers only) or a one-column one: the row's cells as they are
+                out.block(" | ".join(cell for cell in row if cell))
             yield from out.take()
         if header is None:
             _header(above, out)
