@@ -111,7 +111,8 @@ def detect(path: str, declared: str | None, data: bytes) -> Detection:
     then the extension. A declared textual type is kept (``.txt`` holding HTML stays plain text)."""
     claimed = canonical(declared)
     if not claimed or claimed in ct.GENERIC:
-        claimed = canonical(ct.from_extension(path)) if ct.from_extension(path) else ""
+        by_extension = canonical(ct.from_extension(path)) if ct.from_extension(path) else ""
+        claimed = "" if by_extension in ct.GENERIC else by_extension  # ".bin" says nothing either
         generic = True
     else:
         generic = False
