@@ -109,18 +109,22 @@ def _walk(message: Message, attachments: list[dict[str, Any]]) -> tuple[Message 
     plain: Message | None = None
     html: Message | None = None
     nested: list[Message] = []
-    parts = message.walk() if message.is_multipart() else iter([message])
-    for count, part in enumerate(parts):
+    stack = [message]  # depth first, in order, without recursion; a forwarded message is not entered
+    count = 0
+    while stack:
+        part = stack.pop()
+        count += 1
         if count > MAX_PARTS:
             break
         kind = part.get_content_type()
-        if part.is_multipart():
-            continue
-        disposition = (part.get_content_disposition() or "").lower()
+        payload = part.get_payload()
         if kind == "message/rfc822" and part is not message:
-            payload = part.get_payload()
             nested.extend(p for p in (payload if isinstance(payload, list) else []) if isinstance(p, Message))
             continue
+        if part.is_multipart():
+            stack.extend(reversed([p for p in payload if isinstance(p, Message)]) if isinstance(payload, list) else [])
+            continue
+        disposition = (part.get_content_disposition() or "").lower()
         if disposition != "attachment" and kind == "text/plain" and plain is None:
             plain = part
         elif disposition != "attachment" and kind == "text/html" and html is None:
