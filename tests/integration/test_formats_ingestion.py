@@ -149,3 +149,22 @@ def test_a_docx_uploaded_as_a_pdf_is_read_as_word_and_the_mismatch_recorded(api:
     assert doc["content_type"] == FILES["markitdown-test.docx"][0]
     assert doc["metadata"]["extracted"]["content_type_declared"] == "application/pdf"
     assert _search(api, "49e168b7-d2ae-407f-a055-2167576f39a1", "/mismatch/paper.pdf")
+
+
+def test_a_text_posted_at_an_html_path_is_read_as_a_page_and_at_a_txt_path_as_text(api: ApiClient,
+                                                                                    container: Container) -> None:
+    # Given an HTML page posted as a text document under a .html path, and the same markup under .txt
+    page = ("<html><head><title>Ferry notice</title><script>var tracker = 'hidden-script-word';</script></head>"
+            "<body><nav>Home menu</nav><h1>Winter timetable</h1><p>The ferry to Vardø leaves at seven.</p></body></html>")
+    for path in ("/posted/notice.html", "/posted/notice.txt"):
+        r = api.post("/v1/documents", {"path": path, "content": page, "wait": True})
+        assert r.status in (200, 201), r.json
+    # Then the .html one is read as a page: its title, its text, no markup, no script
+    html = api.get("/v1/documents", params={"path_prefix": "/posted/notice.html"}).json["data"][0]
+    assert html["status"] == "ready" and html["content_type"] == "text/html" and html["title"] == "Ferry notice"
+    chunks = _chunks(container, html["id"])
+    assert any("The ferry to Vardø leaves at seven." in chunk for chunk in chunks)
+    assert not [chunk for chunk in chunks if _MARKUP.search(chunk) or "hidden-script-word" in chunk]
+    # And the .txt one stays the text it was posted as
+    text = api.get("/v1/documents", params={"path_prefix": "/posted/notice.txt"}).json["data"][0]
+    assert text["content_type"] == "text/plain" and "<script>" in "".join(_chunks(container, text["id"]))
