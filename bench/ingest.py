@@ -5,6 +5,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/ingest.py [--pdf ../shared/data/pdfs/GeoTopo-komprimiert.pdf] [--runs 3]
                                      [--model-alone] [--no-stream]
+    .venv/bin/python bench/ingest.py --formats [../shared/data/formats] [--runs 3]
 
 Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL. Prints the seconds of each step
 (with streaming, Extract+Chunk overlaps EmbedBatches: both are spans from the start of the pass),
@@ -18,6 +19,12 @@ end-to-end seconds, and the share of the end-to-end time that is embedding (targ
   did not overlap).
 
 ``--no-stream`` runs the steps one after the other, as the state machine does (the "before").
+
+``--formats DIR`` ingests every file of DIR (the dev files of issue 37: Word, PowerPoint, Excel,
+HTML, EPUB, e-mail, OpenDocument; ``README.md`` and ``*.expected.html`` left out) and reports per
+format, over the runs (medians): the pages (sections) and chunks, **pages/s of the native
+extractor alone** (the file's bytes -> its pages, no database, no model: what the format costs to
+read) and pages/s of the Extract+Chunk span in the pipeline, and the end-to-end seconds.
 """
 
 from __future__ import annotations
@@ -28,12 +35,15 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "layers" / "core"))
 DEFAULT_PDF = REPO.parent / "shared" / "data" / "pdfs" / "GeoTopo-komprimiert.pdf"
+DEFAULT_FORMATS = REPO.parent / "shared" / "data" / "formats"
 
 
 def main() -> int:
@@ -44,7 +54,11 @@ def main() -> int:
     parser.add_argument("--model-alone", action="store_true",
                         help="share = the model alone on the same chunks / end to end (see above)")
     parser.add_argument("--no-stream", action="store_true", help="Extract, Chunk, EmbedBatches one after the other")
+    parser.add_argument("--formats", type=Path, nargs="?", const=DEFAULT_FORMATS, default=None, metavar="DIR",
+                        help=f"every file of DIR, pages/s per format (default DIR: {DEFAULT_FORMATS})")
     args = parser.parse_args()
+    if args.formats is not None:
+        return formats(args)
     if not args.pdf.exists():
         print(f"error: {args.pdf} not found", file=sys.stderr)
         return 2
@@ -117,6 +131,99 @@ def main() -> int:
     print(f"share of time in embedding: {100 * embed / total:.0f} % (runs {', '.join(f'{x:.0f}' for x in shares)})"
           "  (target >= 85 %)")
     return 0
+
+
+def formats(args: argparse.Namespace) -> int:
+    """``--formats``: every file of the folder, by the native extractor alone and through the
+    pipeline, ``--runs`` times; one line per format (medians over its files' runs)."""
+    folder: Path = args.formats
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != "README.md"
+                   and not p.name.endswith(".expected.html")) if folder.is_dir() else []
+    if not files:
+        print(f"error: no files in {folder}", file=sys.stderr)
+        return 2
+
+    from memory_engine.adapters.extractors import native_extractors
+    from memory_engine.domain.sniffing import detect
+    from memory_engine.local.pipeline import PipelineRunner
+    from memory_engine.local.s3_events import object_created_event
+    from memory_engine.services.ingestion.steps import object_key
+
+    extractors = native_extractors()
+    per_format: dict[str, list[tuple[int, int, float, float, float]]] = {}
+    with _container() as container:
+        base = container.pipeline_runner
+        streaming = {} if args.no_stream else {"stream": base.stream}
+        runner = PipelineRunner(invoke=base.invoke, map_concurrency=args.map_concurrency, **streaming)
+        project = container.projects.get_or_create_project(f"bench-formats-{int(time.time())}")
+        for file in files:
+            data = file.read_bytes()
+            kind = detect(file.name, None, data).content_type
+            if kind not in extractors:
+                print(f"skipped {file.name}: {kind} is not read natively", flush=True)
+                continue
+            for run in range(args.runs):
+                began = time.perf_counter()
+                alone_pages = sum(1 for _ in extractors[kind].pages(data, name=file.name))
+                alone = time.perf_counter() - began
+                path = f"/bench/run-{run}/{file.name}"
+                key = object_key(project.id, path)
+                container.blob_store.put(key, data)
+                began = time.perf_counter()
+                result = runner.run(object_created_event(container.blob_store.bucket, key, len(data)))
+                total = time.perf_counter() - began
+                doc = container.documents.find_by_path(project.id, path)
+                if result.status != "succeeded" or doc is None:
+                    print(f"error: {file.name} failed: {result.error}", file=sys.stderr)
+                    return 1
+                t = result.seconds_by_step
+                parse = t.get("Extract+Chunk", t.get("Extract", 0.0) + t.get("Chunk", 0.0))
+                per_format.setdefault(file.suffix.lower().lstrip(".") or kind, []).append(
+                    (alone_pages, doc.total_chunks or 0, alone, parse, total))
+                print(f"{file.name} run {run + 1}: {alone_pages} pages, {doc.total_chunks} chunks, extractor alone "
+                      f"{alone * 1000:.0f} ms, Extract+Chunk {parse:.2f} s, end to end {total:.2f} s", flush=True)
+    print(f"\nper format (median over files x runs, {args.runs} run(s) each)")
+    print(f"{'format':<8} {'files':>5} {'pages':>6} {'chunks':>6} {'extractor pages/s':>18} "
+          f"{'extract+chunk pages/s':>22} {'end to end s':>13}")
+    for name, rows in sorted(per_format.items()):
+        pages = sum(r[0] for r in rows) // args.runs
+        chunks = sum(r[1] for r in rows) // args.runs
+        alone_rate = statistics.median(r[0] / r[2] for r in rows if r[2] > 0)
+        parse_rate = statistics.median(r[0] / r[3] for r in rows if r[3] > 0) if any(r[3] for r in rows) else 0.0
+        print(f"{name:<8} {len(rows) // args.runs:>5} {pages:>6} {chunks:>6} {alone_rate:>18.1f} {parse_rate:>22.1f} "
+              f"{statistics.median(r[4] for r in rows):>13.2f}")
+    return 0
+
+
+@contextmanager
+def _container() -> Iterator[Any]:
+    """A LocalContainer on DATABASE_URL, else on a throwaway embedded PostgreSQL; the model warmed up."""
+    from memory_engine.adapters.postgres.migrations import migrate
+    from memory_engine.bootstrap import set_container
+    from memory_engine.local.container import LocalContainer
+    from memory_engine.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        server = None
+        url = os.environ.get("DATABASE_URL")
+        if not url:
+            from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+
+            server = EmbeddedPostgres(Path(tmp) / "pgdata")
+            url = server.start()
+        try:
+            container = LocalContainer(Settings(DATABASE_URL=url, MEMORY_ENGINE_HOME=tmp))
+            migrate(url, embedding_dim=container.embedder.dimensions)
+            set_container(container)
+            container.embedder.embed_query("warm up")
+            try:
+                yield container
+            finally:
+                set_container(None)
+                container.close()
+        finally:
+            if server is not None:
+                server.stop()
 
 
 def _model_alone(container: Any, document_id: str, concurrency: int) -> float:

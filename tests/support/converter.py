@@ -7,6 +7,8 @@ protocol tests. Each path behaves one way:
 * ``/garbage``: answers an HTML page (not JSON);
 * ``/not-pages``: answers JSON without pages;
 * ``/huge``: answers JSON larger than the engine's cap;
+* ``/fixed``: answers one page, :data:`FIXED_TEXT`, whatever the file (a converter that reads a format
+  the engine also reads, the way the user's service does);
 * ``/fail``: answers HTTP 500 with a message;
 * ``/deferred``: answers ``pending``, then (on its own thread, as a real converter would) fetches the
   file (from the ``download_url`` when the rule asks for one) and POSTs its pages to ``callback_url``;
@@ -28,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from memory_engine.domain.converter_protocol import MAX_ANSWER_BYTES
+
+FIXED_TEXT = "read by the user's own converter service"
 
 
 @dataclass
@@ -101,6 +105,8 @@ def converter_service() -> Iterator[ConverterService]:
             service.requests.append(request)
             if self.path == "/sync":
                 self._answer(200, json.dumps({"pages": pages_of(request)}).encode())
+            elif self.path == "/fixed":
+                self._answer(200, json.dumps({"pages": [{"page": 1, "text": FIXED_TEXT}]}).encode())
             elif self.path == "/pending":
                 self._answer(202, b'{"status": "pending"}')
             elif self.path == "/deferred":

@@ -1,5 +1,6 @@
-"""Content types: from the object's metadata or the file extension; glob matching for
-ingestion rules (the most specific glob wins)."""
+"""Content types: from the object's metadata or the file extension, checked against the file's
+bytes (:mod:`memory_engine.domain.sniffing`); glob matching for ingestion rules (the most specific
+glob wins)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,22 @@ MARKDOWN = "text/markdown"
 PNG = "image/png"
 JPEG = "image/jpeg"
 TIFF = "image/tiff"
+HTML = "text/html"
+CSV = "text/csv"
+JSON = "application/json"
+EML = "message/rfc822"
+EPUB = "application/epub+zip"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+ODT = "application/vnd.oasis.opendocument.text"
+ZIP = "application/zip"
 #: What the built-in ``ocr`` converter reads (scanned PDFs and images).
 OCR_TYPES = frozenset({PDF, PNG, JPEG, TIFF})
-#: What the native extractors handle.
-NATIVE = frozenset({PDF, TEXT, MARKDOWN})
+#: What the native extractors handle (docs/ingestion.md, "Formats").
+NATIVE = frozenset({PDF, TEXT, MARKDOWN, HTML, CSV, JSON, EML, EPUB, DOCX, PPTX, XLSX, ODT})
+#: The zip containers read natively (told apart by their manifest, not their extension).
+ZIP_FORMATS = frozenset({DOCX, PPTX, XLSX, ODT, EPUB})
 #: Values that say "unknown": fall back to the extension.
 GENERIC = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"})
 
@@ -29,10 +42,18 @@ _EXTENSIONS = {
     ".markdown": MARKDOWN,
     ".mdx": MARKDOWN,
     ".rst": TEXT,
-    ".csv": "text/csv",
-    ".json": "application/json",
-    ".html": "text/html",
-    ".htm": "text/html",
+    ".csv": CSV,
+    ".json": JSON,
+    ".html": HTML,
+    ".htm": HTML,
+    ".xhtml": HTML,
+    ".eml": EML,
+    ".epub": EPUB,
+    ".docx": DOCX,
+    ".pptx": PPTX,
+    ".xlsx": XLSX,
+    ".odt": ODT,
+    ".zip": ZIP,
     ".png": PNG,
     ".jpg": JPEG,
     ".jpeg": JPEG,
@@ -64,7 +85,7 @@ def resolve(path: str, declared: str | None) -> str:
 
 
 def is_textual(content_type: str) -> bool:
-    return content_type.startswith("text/") or content_type in {"application/json", "application/xml"}
+    return content_type.startswith("text/") or content_type in {JSON, "application/xml"}
 
 
 def glob_specificity(glob: str) -> tuple[int, int]:

@@ -94,6 +94,15 @@ class DocumentRepository(Protocol):
         """False when ``generation`` is no longer the one being built (the run was superseded)."""
         ...
 
+    def record_extraction(self, project_id: str, document_id: str, generation: int, found: dict[str, Any], *,
+                          title: str | None = None, reset: bool = False) -> bool:
+        """Merges ``found`` (what the engine learnt reading the file: the type the bytes said
+        against the declared one, e-mail headers, notes on what was bounded) into the document's
+        ``metadata.extracted`` (``reset``: replaces it), and sets ``title`` when the document has
+        none. The caller's own metadata keys are never touched. False when ``generation`` is no
+        longer the one being built."""
+        ...
+
     def upsert_chunks(self, project_id: str, document_id: str, generation: int,
                       chunks: Sequence[Chunk], vectors: Sequence[Vector | None]) -> int | None:
         """Idempotent on (document, generation, chunk_index). Returns the generation's chunk

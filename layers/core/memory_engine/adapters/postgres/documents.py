@@ -209,6 +209,21 @@ class PostgresDocumentRepository:
             )
             return cur.rowcount == 1
 
+    def record_extraction(self, project_id: str, document_id: str, generation: int, found: dict[str, Any], *,
+                          title: str | None = None, reset: bool = False) -> bool:
+        with self._db.connection() as conn:
+            cur = conn.execute(
+                """UPDATE documents SET
+                       metadata = coalesce(metadata, '{}'::jsonb) || jsonb_build_object('extracted',
+                           CASE WHEN %(reset)s THEN '{}'::jsonb ELSE coalesce(metadata -> 'extracted', '{}'::jsonb) END
+                           || %(found)s),
+                       title = coalesce(title, %(title)s), updated_at = now()
+                   WHERE project_id = %(project)s AND id = %(id)s AND ingest_generation = %(generation)s""",
+                {"reset": reset, "found": Jsonb(found), "title": title, "project": project_id, "id": document_id,
+                 "generation": generation},
+            )
+            return cur.rowcount == 1
+
     def upsert_chunks(self, project_id: str, document_id: str, generation: int,
                       chunks: Sequence[Chunk], vectors: Sequence[Vector | None]) -> int | None:
         with self._db.connection() as conn:

@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 WAIT_LIMIT_SECONDS = 25.0
 #: `POST /v1/documents/batch` takes at most this many documents per request.
 MAX_BATCH_DOCUMENTS = 100
+#: The text formats a posted text is read as when its path's extension names one (else plain text).
+TEXT_FORMATS = frozenset({ct.MARKDOWN, ct.HTML, ct.CSV, ct.JSON, ct.EML})
 #: Upload URLs (presigned S3 PUT, or the local signed token) expire after this long.
 UPLOAD_URL_TTL_SECONDS = 3600
 #: A ``pending`` document whose upload URL expired this long ago without an upload ends ``failed``
@@ -141,7 +143,8 @@ def create_text_document(ports: IngestionPorts, starter: PipelineStarter, projec
     if not body.content.strip():
         raise InvalidInput("content must not be blank", details=[{"field": "content"}])
     data = body.content.encode("utf-8")
-    content_type = ct.MARKDOWN if ct.from_extension(body.path) == ct.MARKDOWN else ct.TEXT
+    by_extension = ct.from_extension(body.path)  # a posted page, table or message is read as one (issue 37)
+    content_type = by_extension if by_extension in TEXT_FORMATS else ct.TEXT
     key = object_key(project_id, body.path)
     rule = rule_for(ports.documents.list_rules(project_id) if rules is None else rules, content_type)
     settings, source = effective_chunk_settings(rule, TEXT_DEFAULTS)

@@ -19,13 +19,16 @@ from memory_engine.domain.documents import ConversionWait, Document, Page
 from memory_engine.domain.ingestion_errors import DocumentUnreadable, EncryptedPdf, NoTextLayer, UnsupportedContentType
 from memory_engine.domain.ingestion_rules import IngestionRule, NativeExtraction, OcrConverter
 from memory_engine.domain.validation import scrub_text
-from memory_engine.ports.extractors import Extractor
+from memory_engine.ports.documents import DocumentRepository
+from memory_engine.ports.extractors import Extracted, Extractor
 from memory_engine.services.ingestion.converters import ConversionRequest, ConverterPorts, convert
 
 
 class ReadingPorts(ConverterPorts, Protocol):
     @property
     def extractors(self) -> dict[str, Extractor]: ...
+    @property
+    def documents(self) -> DocumentRepository: ...
 
 
 class ConversionPending(Exception):
@@ -49,22 +52,36 @@ def extract_pages(data: bytes, content_type: str, name: str, ports: ReadingPorts
         pages = iter(_convert(data, content_type, name, ports, rule, document, generation))
     elif native is None:
         raise UnsupportedContentType(
-            f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, markdown); "
+            f"{name} has content type {content_type}, which the engine cannot read natively (PDF, text, "
+            "markdown, HTML, CSV, JSON, e-mail, EPUB, Word, PowerPoint, Excel, OpenDocument text); "
             f"add an ingestion rule mapping {content_type} to a converter that returns pages of text"
         )
     else:
         # an ocr rule reads the scanned pages of a file the native extractor reads, page by page
         ocr = ports.ocr if rule is not None and isinstance(rule.converter, OcrConverter) else None
         try:
-            pages = _with_text(native.pages(data, name=name, ocr=ocr), name, content_type)
+            produced = native.pages(data, name=name, ocr=ocr)
+            pages = _with_text(produced, name, content_type)
             first = next(pages)  # the blank pages are held back: this is the first page with text
         except (EncryptedPdf, NoTextLayer, DocumentUnreadable):
             if rule is None:
                 raise
             pages = iter(_convert(data, content_type, name, ports, rule, document, generation))
         else:
-            return itertools.chain([first], pages)
+            return _recorded(itertools.chain([first], pages), produced, ports, document, generation)
     return _with_text(pages, name, content_type)
+
+
+def _recorded(pages: Iterator[Page], produced: Iterator[Page], ports: ReadingPorts, document: Document | None,
+              generation: int) -> Iterator[Page]:
+    """``pages``; once they are all read, what the extractor learnt besides them (title, e-mail
+    headers, notes on what it bounded) is recorded on the document (``metadata.extracted``)."""
+    yield from pages
+    if isinstance(produced, Extracted) and document is not None:
+        found = produced.info.as_metadata()
+        if found or produced.info.title:
+            ports.documents.record_extraction(document.project_id, document.id, generation, found,
+                                              title=produced.info.title)
 
 
 def _with_text(pages: Iterator[Page], name: str, content_type: str) -> Iterator[Page]:

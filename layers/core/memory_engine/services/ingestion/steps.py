@@ -60,6 +60,7 @@ from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extractors import Converter, Extractor
 from memory_engine.ports.ocr import OcrEngine
 from memory_engine.ports.projects import ProjectRepository
+from memory_engine.services.ingestion.detection import content_type_for, record_detection
 from memory_engine.services.ingestion.reading import ConversionPending, extract_pages
 
 logger = logging.getLogger(__name__)
@@ -124,14 +125,11 @@ def register(event: S3ObjectCreatedEvent, ports: IngestionPorts) -> DocumentRun:
         raise InvalidObjectKey(f"object key {key!r} names project {project_id!r}, which does not exist")
     if info is None:
         raise DocumentGone(f"{path} was deleted before ingestion started; upload it again")
-    sha256 = None
-    if info.size <= MAX_DOCUMENT_BYTES:  # too large: extract fails it with TooLarge, no need to read it here
-        sha256 = hashlib.sha256(ports.blobs.get(key)).hexdigest()
-    declared = ct.normalize(info.content_type)
-    content_type = declared if declared not in ct.GENERIC else None
+    data = ports.blobs.get(key) if info.size <= MAX_DOCUMENT_BYTES else None  # too large: Extract fails it
+    sha256 = hashlib.sha256(data).hexdigest() if data is not None else None
     existing = ports.documents.find_by_path(project_id, path)
-    if content_type is None:  # the row may know it (declared at upload time); else the extension says
-        content_type = (existing.content_type if existing else None) or ct.resolve(path, None)
+    detection = content_type_for(path, info.content_type, existing, data)  # the bytes win over the declaration
+    content_type = detection.content_type
     rule = rule_for(ports.documents.list_rules(project_id), content_type)
     if existing is not None and existing.chunk_settings_source == "request":
         settings, source = None, None  # the upload request's own settings win
@@ -145,6 +143,8 @@ def register(event: S3ObjectCreatedEvent, ports: IngestionPorts) -> DocumentRun:
         default_settings=FILE_DEFAULTS,
     )
     doc = decision.document
+    if decision.started:
+        record_detection(ports.documents, doc, detection)
     logger.info("register %s %s: %s", doc.id, path, decision.reason)
     return DocumentRun(project_id=project_id, document_id=doc.id, generation=max(1, doc.ingest_generation),
                        skip=not decision.started, reason=decision.reason)
