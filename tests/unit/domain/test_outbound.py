@@ -148,3 +148,13 @@ def test_the_engines_own_origin_is_refused_even_on_an_allowed_host() -> None:
 def test_a_url_that_is_not_http_with_a_host_is_refused(url: str) -> None:
     with pytest.raises(OutboundRefused):
         Target.of_url(url)
+
+
+def test_a_malformed_allowed_hosts_setting_stops_the_engine_at_start_naming_the_entry() -> None:
+    from pydantic import ValidationError
+
+    from memory_engine.settings import Settings
+
+    with pytest.raises(ValidationError, match="'converter:port'"):
+        Settings(CONVERTER_ALLOWED_HOSTS="ok.example,converter:port")
+    assert Settings(CONVERTER_ALLOWED_HOSTS="ok.example, 127.0.0.1:9000").converter_allowed_hosts
