@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from memory_engine.adapters.outbound.transport import deadline, guarded_client
+from memory_engine.adapters.outbound.deadline import deadline
+from memory_engine.adapters.outbound.transport import guarded_client
 from memory_engine.domain.converter_protocol import MAX_ANSWER_BYTES
 from memory_engine.domain.ingestion_errors import ConverterFailed
 from memory_engine.domain.outbound import OutboundRefused

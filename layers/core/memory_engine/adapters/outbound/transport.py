@@ -5,10 +5,10 @@
   itself, so a name that resolves elsewhere a moment later (DNS rebinding) is never connected to.
   The URL keeps its host: the ``Host`` header and, for https, the TLS server name (SNI) and the
   certificate check are the host's, not the IP's.
-* **One deadline for the whole answer.** :func:`deadline` sets an absolute time for everything the
-  calling thread does through this transport (connect, TLS, sending, the status line, headers and
-  the whole body): every socket operation waits at most the time left, so a peer dripping one byte
-  at a time cannot stretch a call past it.
+* **One deadline for the whole answer.** :func:`deadline` (:mod:`.deadline`) sets an absolute time
+  for everything the calling thread does through this transport (resolving, connecting, TLS, sending,
+  the status line, headers and the whole body): every socket operation waits at most the time left,
+  so a peer dripping one byte at a time cannot stretch a call past it.
 * No proxies from the environment, no redirects (httpx follows none unless asked), no keep-alive:
   each call resolves and checks again.
 """
@@ -16,63 +16,17 @@
 from __future__ import annotations
 
 import ssl
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import httpcore
 import httpx
 
+from memory_engine.adapters.outbound.deadline import DeadlineStream, bounded, deadline, within_deadline
 from memory_engine.ports.outbound import OutboundGuard
 
-_DEADLINE: ContextVar[float | None] = ContextVar("outbound_deadline", default=None)
-
-
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Everything this thread does through a guarded transport inside the block ends within
-    ``seconds`` (``httpx.TimeoutException`` otherwise)."""
-    token = _DEADLINE.set(time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
-def _bounded(timeout: float | None, expired: type[httpcore.TimeoutException]) -> float | None:
-    """``timeout`` cut to the time left before the deadline; raises ``expired`` once it passed."""
-    end = _DEADLINE.get()
-    if end is None:
-        return timeout
-    left = end - time.monotonic()
-    if left <= 0:
-        raise expired("the deadline for the whole answer passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
-                                                     _bounded(timeout, httpcore.ConnectTimeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
+__all__ = ["GuardedNetworkBackend", "GuardedTransport", "deadline", "guarded_client"]
 
 class GuardedNetworkBackend(httpcore.NetworkBackend):
     """Connects to the guard's vetted addresses of ``host`` (in order, the first that answers)."""
@@ -83,20 +37,19 @@ class GuardedNetworkBackend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        _bounded(timeout, httpcore.ConnectTimeout)
         try:
-            addresses = self._guard.vetted_addresses(host, port)
+            addresses = within_deadline(lambda: self._guard.vetted_addresses(host, port))
         except OSError as exc:
             raise httpcore.ConnectError(f"the name does not resolve ({exc.strerror or exc})") from exc
         failure: httpcore.ConnectError | None = None
         for address in addresses:
             try:
-                stream = self._inner.connect_tcp(str(address), port, timeout=_bounded(timeout, httpcore.ConnectTimeout),
+                stream = self._inner.connect_tcp(str(address), port, timeout=bounded(timeout, httpcore.ConnectTimeout),
                                                  local_address=local_address, socket_options=socket_options)
             except httpcore.ConnectError as exc:
                 failure = exc
                 continue
-            return _DeadlineStream(stream)
+            return DeadlineStream(stream)
         assert failure is not None
         raise failure
 
