@@ -138,3 +138,23 @@ def test_a_name_lookup_that_hangs_ends_at_the_deadline() -> None:
         assert not answered.is_set()
     finally:
         release.set()
+
+
+def test_a_rule_write_does_not_wait_long_for_a_hanging_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a resolver that hangs, and a short write-time budget
+    from memory_engine.adapters.outbound import guard as guard_module
+
+    monkeypatch.setattr(guard_module, "WRITE_CHECK_RESOLVE_SECONDS", 0.2)
+    release, answered = threading.Event(), threading.Event()
+
+    def stuck(host: str, port: int) -> list[IPAddress]:
+        release.wait(30)
+        answered.set()
+        return [ipaddress.ip_address("10.0.0.1")]
+
+    try:
+        # When a rule names it, Then the write-time check gives up waiting (the call-time check decides)
+        ResolvingOutboundGuard(resolve=stuck).check_url("https://slow-dns.example.com/convert")
+        assert not answered.is_set()
+    finally:
+        release.set()

@@ -7,10 +7,17 @@ import ipaddress
 import socket
 from collections.abc import Callable
 
+import httpcore
+
+from memory_engine.adapters.outbound.deadline import deadline, within_deadline
 from memory_engine.domain.outbound import IPAddress, OutboundPolicy, OutboundRefused, Target, check_target, host_address
 
 #: ``(host, port) -> addresses``; raises OSError when the name does not resolve.
 Resolver = Callable[[str, int], list[IPAddress]]
+#: How long a rule write waits for the converter's name to resolve; a name that takes longer is
+#: treated as not resolvable yet (the call-time check decides), so a slow name server cannot hold
+#: an API worker.
+WRITE_CHECK_RESOLVE_SECONDS = 3.0
 
 
 def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -49,8 +56,9 @@ class ResolvingOutboundGuard:
         addresses: list[IPAddress] = []
         if host_address(target.host) is None:
             try:
-                addresses = self._resolve(target.host, target.port)
-            except (OSError, UnicodeError):
+                with deadline(WRITE_CHECK_RESOLVE_SECONDS):
+                    addresses = within_deadline(lambda: self._resolve(target.host, target.port))
+            except (OSError, UnicodeError, httpcore.ConnectTimeout):
                 addresses = []  # not resolvable now: the call-time check decides
         check_target(target, addresses, self._policy())
 
