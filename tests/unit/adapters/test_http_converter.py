@@ -13,7 +13,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+import httpcore
 import httpx
 import pytest
 from cryptography import x509
@@ -26,6 +28,7 @@ from memory_engine.adapters.outbound.guard import ResolvingOutboundGuard
 from memory_engine.adapters.outbound.transport import GuardedTransport
 from memory_engine.domain.ingestion_errors import ConverterFailed
 from memory_engine.domain.outbound import IPAddress
+from tests.unit.domain.test_outbound import REFUSED_URLS
 
 LOOPBACK = [ipaddress.ip_address("127.0.0.1")]
 
@@ -36,6 +39,22 @@ def _loopback(host: str, port: int) -> list[IPAddress]:
 
 def _guard(resolve: object = _loopback) -> ResolvingOutboundGuard:
     return ResolvingOutboundGuard("converter.test", resolve=resolve)  # type: ignore[arg-type]
+
+
+class _RecordingBackend(httpcore.SyncBackend):
+    """Records every connection attempt and makes none."""
+
+    def __init__(self) -> None:
+        self.connects: list[tuple[str, int]] = []
+
+    def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        self.connects.append((host, port))
+        raise httpcore.ConnectError("no network in this test")
+
+
+def _recording_client(guard: ResolvingOutboundGuard) -> tuple[httpx.Client, list[tuple[str, int]]]:
+    backend = _RecordingBackend()
+    return httpx.Client(transport=GuardedTransport(guard, network_backend=backend), trust_env=False), backend.connects
 
 
 def _certificate(tmp: Path, host: str) -> tuple[Path, Path, bytes]:
@@ -158,3 +177,31 @@ def test_a_rule_write_does_not_wait_long_for_a_hanging_lookup(monkeypatch: pytes
         assert not answered.is_set()
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("url", REFUSED_URLS)
+def test_every_internal_address_form_is_refused_at_call_time_before_connecting(url: str) -> None:
+    # Given no allowed hosts, and names that would resolve to a public address (so a name is refused by
+    # its name, and nothing here may fall through to a connection attempt)
+    guard = ResolvingOutboundGuard(resolve=lambda host, port: [ipaddress.ip_address("93.184.216.34")])
+    client, connects = _recording_client(guard)
+    # When the engine calls a converter there (however httpx reads the URL), Then it refuses before connecting
+    with pytest.raises(ConverterFailed, match="was not called"):
+        HttpConverter(guard, client).send(url, {}, headers={}, timeout_s=5)
+    assert connects == []
+
+
+@pytest.mark.parametrize("resolved", ["127.0.0.1", "10.0.0.5", "172.31.0.9", "192.168.7.7", "100.64.0.1",
+                                      "169.254.169.254", "169.254.170.2", "0.0.0.0", "224.0.0.1", "::1", "::",
+                                      "::ffff:127.0.0.1", "::ffff:a9fe:a9fe", "64:ff9b::7f00:1", "fd00:ec2::254",
+                                      "fe80::1", "ff02::1"])
+def test_a_name_that_resolves_inside_at_call_time_is_never_connected_to(resolved: str) -> None:
+    # Given a name that resolves to a public address and to an internal one (DNS rebinding, or a mixed answer)
+    answers = [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address(resolved)]
+    guard = ResolvingOutboundGuard(resolve=lambda host, port: list(answers))
+    client, connects = _recording_client(guard)
+    # When the engine calls it, Then no address is connected to (not even the public one) and the error
+    # names the internal address
+    with pytest.raises(ConverterFailed, match=f"resolves to {ipaddress.ip_address(resolved)}"):
+        HttpConverter(guard, client).send("https://converter.example.com/convert", {}, headers={}, timeout_s=5)
+    assert connects == []
