@@ -245,4 +245,4 @@ def test_a_converter_dripping_its_answer_fails_at_the_deadline(
     assert result.status == "failed"
     error = _document_error(container, project_id, "/drip.bin")
     assert "did not answer within 1 s" in error and "whole answer" in error, error
-    assert converter.drip_stopped.wait(5) and not converter.dripped.is_set()
+    assert converter.drip_stopped.wait(15) and not converter.dripped.is_set()
