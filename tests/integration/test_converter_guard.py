@@ -101,7 +101,7 @@ def test_a_rule_pointing_inside_is_a_422_on_create_and_replace(admin: ApiClient,
     r = admin.post("/v1/ingestion-rules", _rule(url))
     # Then it is a 422 naming the converter URL and the operator's way out, and nothing is stored
     assert r.status == 422, r.json
-    assert [d["field"] for d in r.json["error"]["details"]] == ["converter.url"]
+    assert [d["field"] for d in r.json["error"]["details"]] == ["converter.http.url"]
     assert "CONVERTER_ALLOWED_HOSTS" in r.json["error"]["message"]
     assert admin.get("/v1/ingestion-rules").json["data"] == []
     # And replacing a valid rule with it is refused the same way, leaving the rule as it was
@@ -214,7 +214,7 @@ def test_a_mask_that_cannot_be_kept_is_a_422(admin: ApiClient, converter: Conver
     url = f"http://converter.test:{_port(converter)}/sync"
     # A create has no stored value to keep
     r = admin.post("/v1/ingestion-rules", _rule(url, headers={"X-Api-Key": "***"}))
-    assert r.status == 422 and r.json["error"]["details"][0]["field"] == "converter.headers", r.json
+    assert r.status == 422 and r.json["error"]["details"][0]["field"] == "converter.http.headers", r.json
     rule_id = admin.post("/v1/ingestion-rules", _rule(url, headers={"X-Api-Key": "k-1"})).json["id"]
     # A header the rule does not have
     r = admin.put(f"/v1/ingestion-rules/{rule_id}", _rule(url, headers={"X-Other": "***"}))

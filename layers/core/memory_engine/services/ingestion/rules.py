@@ -29,7 +29,7 @@ def _checked(guard: OutboundGuard, fields: IngestionRuleFields) -> None:
         try:
             guard.check_url(fields.converter.url)
         except OutboundRefused as exc:
-            raise _refused("converter.url", f"the converter URL is refused: {exc.reason}; converters must be public "
+            raise _refused("converter.http.url", f"the converter URL is refused: {exc.reason}; converters must be public "
                            "addresses unless the operator allows the host in CONVERTER_ALLOWED_HOSTS") from exc
 
 
@@ -41,7 +41,7 @@ def create_rule(rules: IngestionRuleRepository, guard: OutboundGuard, project_id
     if isinstance(fields.converter, HttpConverter):
         masked = [name for name, value in fields.converter.headers.items() if value == MASKED_HEADER_VALUE]
         if masked:
-            raise _refused("converter.headers", f"header {masked[0]}: {MASKED_HEADER_VALUE!r} stands for a stored "
+            raise _refused("converter.http.headers", f"header {masked[0]}: {MASKED_HEADER_VALUE!r} stands for a stored "
                            "value (GET masks header values); send the value itself")
     if rules.count(project_id) >= MAX_RULES_PER_PROJECT:
         raise Conflict(f"a project has at most {MAX_RULES_PER_PROJECT} ingestion rules; delete one first")
@@ -69,7 +69,7 @@ def replace_rule(rules: IngestionRuleRepository, guard: OutboundGuard, project_i
         try:
             converter = fields.converter.with_stored_values(stored if isinstance(stored, HttpConverter) else None)
         except ValueError as exc:
-            raise _refused("converter.headers", str(exc)) from exc
+            raise _refused("converter.http.headers", str(exc)) from exc
         fields = fields.model_copy(update={"converter": converter})
     return rules.replace(project_id, rule_id, fields).masked()
 
