@@ -205,3 +205,37 @@ def test_a_name_that_resolves_inside_at_call_time_is_never_connected_to(resolved
     with pytest.raises(ConverterFailed, match=f"resolves to {ipaddress.ip_address(resolved)}"):
         HttpConverter(guard, client).send("https://converter.example.com/convert", {}, headers={}, timeout_s=5)
     assert connects == []
+
+
+def test_an_encoded_answer_is_read_as_sent_never_decompressed() -> None:
+    # Given a converter that answers gzip although the engine asked for identity (a decompression bomb
+    # would be a few KB on the wire and gigabytes once inflated)
+    import gzip
+
+    packed = gzip.compress(b'{"text": "' + b"a" * 100_000 + b'"}')
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            seen.append(self.headers.get("accept-encoding"))
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-encoding", "gzip")
+            self.send_header("content-length", str(len(packed)))
+            self.end_headers()
+            self.wfile.write(packed)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        answer = HttpConverter(_guard()).send(f"http://converter.test:{server.server_address[1]}/", {},
+                                              headers={}, timeout_s=10)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Then the engine asked for identity and got the bytes as sent (they fail later as "not JSON")
+    assert seen == ["identity"] and answer == packed
