@@ -45,6 +45,9 @@ class DeploymentConfig:
     #: None: use the built dependency layer when present, else a placeholder (synth/tests only).
     layers_prebuilt: bool | None = None
     map_max_concurrency: int = 4
+    #: CONVERTER_ALLOWED_HOSTS of the API (rule writes) and Extract (converter calls): comma-separated
+    #: ``host`` / ``host:port`` a converter may name although it is not a public address. Empty: none.
+    converter_allowed_hosts: str = ""
 
     @classmethod
     def from_context(cls, scope: Construct) -> DeploymentConfig:
@@ -68,6 +71,7 @@ class DeploymentConfig:
             reserved_concurrency=_flag(ctx("reserved_concurrency"), base.reserved_concurrency),
             layers_prebuilt=None if prebuilt is None else _flag(prebuilt, False),
             map_max_concurrency=int(ctx("map_max_concurrency") or base.map_max_concurrency),
+            converter_allowed_hosts=str(ctx("converter_allowed_hosts") or base.converter_allowed_hosts),
         )
 
     def reserved(self, value: int) -> int | None:

@@ -294,6 +294,14 @@ class Ingestion(Construct):
             if STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS).converts:
                 function.add_environment(c.ENV_PUBLIC_URL, url)
 
+    def allow_converter_hosts(self, hosts: str, api_function: lambda_.Function) -> None:
+        """CONVERTER_ALLOWED_HOSTS where converter URLs are checked: the API (rule writes) and Extract
+        (each call, on the resolved address; docs/security.md section 8 says what Extract can reach)."""
+        api_function.add_environment(c.ENV_CONVERTER_ALLOWED_HOSTS, hosts)
+        for handler, function in self.functions.items():
+            if STEP_ACCESS.get(handler, DEFAULT_STEP_ACCESS).converts:
+                function.add_environment(c.ENV_CONVERTER_ALLOWED_HOSTS, hosts)
+
     def grant_api(self, function: lambda_.Function) -> None:
         """What the API function needs: presign uploads / write text documents under projects/,
         delete documents, start (re-)ingestion runs, and verify converter callbacks and resume the

@@ -42,6 +42,7 @@ class MemoryEngineStack(Stack):
         # ingestion publishes document.ready / document.failed; converters get URLs on the HTTP API
         self.ingestion.grant_events(self.extraction.bus)
         self.ingestion.grant_public_url(self.api.http_api.api_endpoint)
+        self.ingestion.allow_converter_hosts(self.config.converter_allowed_hosts, self.api.api_function)
         self.expiry = Expiry(self, "Expiry", database=self.database, functions=factory)
         self.functions = {
             **self.api.functions,

@@ -4,6 +4,7 @@ OpenAPI document checked against the client."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,13 +24,21 @@ from memory_engine_client import (
     models,
 )
 from tests.client.contract import compare_operations
-from tests.support.converter import converter_service
+from tests.support.converter import ConverterService, converter_service
 from tests.support.engine import RunningEngine, running_engine
 
 
 @pytest.fixture(scope="module")
-def engine(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with running_engine(database_url, tmp_path_factory.mktemp("client-home")) as running:
+def converter() -> Iterator[ConverterService]:
+    with converter_service() as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def engine(database_url: str, tmp_path_factory: pytest.TempPathFactory, converter: ConverterService) -> Any:
+    # the converter stub listens on 127.0.0.1: the operator allows exactly it (CONVERTER_ALLOWED_HOSTS)
+    with running_engine(database_url, tmp_path_factory.mktemp("client-home"),
+                        CONVERTER_ALLOWED_HOSTS=converter.host_port) as running:
         yield running
 
 
@@ -327,12 +336,11 @@ def test_the_async_client_lifecycle(engine: RunningEngine, tmp_path: Path) -> No
     anyio.run(scenario)
 
 
-def test_ingestion_rules_and_a_deferred_converter_over_http(engine: RunningEngine) -> None:
+def test_ingestion_rules_and_a_deferred_converter_over_http(engine: RunningEngine, converter: ConverterService) -> None:
     """Given a live engine and a converter that answers pending, then fetches the file from its signed
     download URL and POSTs the pages to its signed callback URL over HTTP (as a real one would), When an
     upload of a type only that converter reads arrives, Then the document becomes ready and searchable."""
-    with converter_service() as converter, \
-            MemoryEngineClient(engine.base_url, engine.key("client-rules", "admin")) as admin:
+    with MemoryEngineClient(engine.base_url, engine.key("client-rules", "admin")) as admin:
         rule = admin.create_ingestion_rule("application/x-logbook", {"type": "http", "url": converter.url("/deferred")},
                                            file_delivery="download_url", chunk_strategy="page")
         assert isinstance(rule.converter, models.HttpConverter) and rule.file_delivery == "download_url"
@@ -340,6 +348,8 @@ def test_ingestion_rules_and_a_deferred_converter_over_http(engine: RunningEngin
         assert admin.get_ingestion_rule(rule.id).content_type_glob == "application/x-logbook"
         with pytest.raises(UnprocessableEntityError):
             admin.create_ingestion_rule("not a glob", {"type": "ocr"})
+        with pytest.raises(UnprocessableEntityError):  # the engine's own API: loopback, not allowed
+            admin.create_ingestion_rule("application/x-own", {"type": "http", "url": f"{engine.base_url}/v1/memories"})
         upload = admin.upload_document("/logs/voyage.log", b"gale from the north west\fanchored in the bay",
                                        content_type="application/x-logbook")
         deadline = datetime.now(UTC) + timedelta(seconds=60)

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+#: the ``-c converter_allowed_hosts=...`` of the synthesized app
+CONVERTER_ALLOWED_HOSTS = "converter.internal:8443,10.40.8.9"
 INFRA_DIR = Path(__file__).resolve().parents[2] / "infra"
 if str(INFRA_DIR) not in sys.path:
     sys.path.insert(0, str(INFRA_DIR))
@@ -36,7 +38,8 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
     outdir = tmp_path_factory.mktemp("cdk.out")
     # the placeholder dependency layer: tests must not depend on `make layer` having run
-    app = build_app({"layers_prebuilt": "false"}, outdir=str(outdir))
+    # and an operator's CONVERTER_ALLOWED_HOSTS, to see where the stack passes it
+    app = build_app({"layers_prebuilt": "false", "converter_allowed_hosts": CONVERTER_ALLOWED_HOSTS}, outdir=str(outdir))
     assembly = app.synth()  # raises when cdk-nag reports an unacknowledged error
     template = assembly.get_stack_by_name(STACK_NAME).template
     report = json.loads((outdir / "validation-report.json").read_text("utf-8"))

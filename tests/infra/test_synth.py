@@ -21,7 +21,7 @@ from memory_engine.domain.pipeline import (
     build_asl,
 )
 from memory_engine.settings import AWS_REQUIREMENTS
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import CONVERTER_ALLOWED_HOSTS, Synthesized
 
 OUR_FUNCTION_DESCRIPTION = re.compile(r"^memory-engine")
 
@@ -429,6 +429,17 @@ def test_textract_and_the_callback_secret_are_granted_to_extract_only(synthesize
             assert not textract and {"Ref": secret_id} not in secret_readers, name
     services = json.dumps([e["Properties"]["ServiceName"] for e in synthesized.resources("AWS::EC2::VPCEndpoint").values()])
     assert "textract" in services
+
+
+def test_converter_allowed_hosts_reach_where_converter_urls_are_checked(synthesized: Synthesized) -> None:
+    # Given `-c converter_allowed_hosts=...`, Then the API (rule writes) and Extract (converter calls) get it
+    # as CONVERTER_ALLOWED_HOSTS, and no other function has it (none calls a converter)
+    having = {name.split(":")[0] for name, (_, props) in functions_by_handler(synthesized).items()
+              if props["Environment"]["Variables"].get(c.ENV_CONVERTER_ALLOWED_HOSTS) == CONVERTER_ALLOWED_HOSTS}
+    assert having == {"memory-engine-api", "memory-engine-ingestion-extract"}
+    others = [name for name, (_, props) in functions_by_handler(synthesized).items()
+              if name.split(":")[0] not in having and c.ENV_CONVERTER_ALLOWED_HOSTS in props["Environment"]["Variables"]]
+    assert others == []
 
 
 def test_pipeline_steps_touch_only_their_s3_prefixes(synthesized: Synthesized) -> None:

@@ -12,12 +12,19 @@ protocol tests. Each path behaves one way:
 * ``/fail``: answers HTTP 500 with a message;
 * ``/deferred``: answers ``pending``, then (on its own thread, as a real converter would) fetches the
   file (from the ``download_url`` when the rule asks for one) and POSTs its pages to ``callback_url``;
-  ``callbacks`` records what the engine answered.
+  ``callbacks`` records what the engine answered;
+* ``/redirect``: answers 302 to ``/sync`` (the engine does not follow it);
+* ``/drip``: sends a valid answer one byte every ``drip_seconds`` (``dripped`` is set once it wrote
+  the whole answer, ``drip_stopped`` when the engine hung up first).
+
+The service listens on 127.0.0.1, which the outbound guard refuses: :func:`allowing_converters`
+gives a container a guard whose ``CONVERTER_ALLOWED_HOSTS`` names the service.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import threading
 import time
@@ -29,6 +36,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
+from memory_engine.adapters.extractors.http_converter import HttpConverter
+from memory_engine.adapters.outbound.guard import Resolver, ResolvingOutboundGuard, system_resolver
+from memory_engine.bootstrap import Container
 from memory_engine.domain.converter_protocol import MAX_ANSWER_BYTES
 
 FIXED_TEXT = "read by the user's own converter service"
@@ -41,6 +53,14 @@ class ConverterService:
     slow_seconds: float = 3.0
     arrived: threading.Event = field(default_factory=threading.Event)
     callbacks: list[tuple[int, Any]] = field(default_factory=list)
+    drip_seconds: float = 1.5
+    dripped: threading.Event = field(default_factory=threading.Event)
+    drip_stopped: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def host_port(self) -> str:
+        """``127.0.0.1:<port>``: the CONVERTER_ALLOWED_HOSTS entry naming exactly this service."""
+        return self.base_url.removeprefix("http://")
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -99,6 +119,21 @@ def converter_service() -> Iterator[ConverterService]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the engine gave up reading (size cap, timeout)
 
+        def _drip(self, body: bytes) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    if service.drip_stopped.wait(service.drip_seconds):
+                        return
+                service.dripped.set()
+            except (BrokenPipeError, ConnectionResetError):
+                service.drip_stopped.set()  # the engine hung up: its deadline passed
+
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             request = {"path": self.path, "headers": dict(self.headers.items()), "body": json.loads(raw)}
@@ -115,6 +150,13 @@ def converter_service() -> Iterator[ConverterService]:
             elif self.path == "/slow":
                 time.sleep(service.slow_seconds)
                 self._answer(200, json.dumps({"pages": pages_of(request)}).encode())
+            elif self.path == "/redirect":
+                self.send_response(302)
+                self.send_header("location", "/sync")
+                self.send_header("content-length", "0")
+                self.end_headers()
+            elif self.path == "/drip":
+                self._drip(b'{"text":"dripped"}')
             elif self.path == "/garbage":
                 self._answer(200, b"<html><body>Internal converter page</body></html>", "text/html")
             elif self.path == "/not-pages":
@@ -134,3 +176,17 @@ def converter_service() -> Iterator[ConverterService]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def allowing_converters(container: Container, *allowed: str, resolve: Resolver = system_resolver,
+                        ) -> Iterator[ResolvingOutboundGuard]:
+    """``container`` with an outbound guard whose CONVERTER_ALLOWED_HOSTS is ``allowed`` (and names
+    resolved by ``resolve``), for the rules API and the converter calls alike; restored on exit."""
+    guard = ResolvingOutboundGuard(",".join(allowed), own_origins=lambda: [container.callback_urls.base_url],
+                                   resolve=resolve)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(container.__dict__, "outbound_guard", guard)
+        patch.setitem(container.__dict__, "ingestion_ports",
+                      dataclasses.replace(container.ingestion_ports, converter=HttpConverter(guard)))
+        yield guard

@@ -42,10 +42,11 @@ class RunningEngine:
 
 
 @contextmanager
-def running_engine(database_url: str, home: Path) -> Iterator[RunningEngine]:
+def running_engine(database_url: str, home: Path, **env: str) -> Iterator[RunningEngine]:
     """Starts the engine (gateway, drop-folder watcher, event consumer) on 127.0.0.1:<free port>
-    over ``database_url``; stops it (and un-installs its container) on exit."""
-    settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home))  # type: ignore[call-arg]
+    over ``database_url`` (``env``: more settings by their variable names); stops it (and un-installs
+    its container) on exit."""
+    settings = Settings(DATABASE_URL=database_url, MEMORY_ENGINE_HOME=str(home), **env)  # type: ignore[call-arg]
     engine = LocalEngine(settings, host="127.0.0.1", port=0)
     base_url = engine.start()
     try:

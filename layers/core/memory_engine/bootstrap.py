@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from memory_engine.ports.ingestion_rules import IngestionRuleRepository
     from memory_engine.ports.lifecycle import ExpiryRepository, ImportRepository, LifecycleRepository
     from memory_engine.ports.ocr import OcrEngine
+    from memory_engine.ports.outbound import OutboundGuard
     from memory_engine.ports.pipeline import PipelineStarter
     from memory_engine.ports.projects import ProjectRepository
     from memory_engine.ports.search import KnowledgeIndex
@@ -307,6 +308,17 @@ class Container:
         return CallbackUrls(secret, s.public_url or DEFAULT_CLIENT_URL, s.converter_deadline_seconds)
 
     @cached_property
+    def outbound_guard(self) -> OutboundGuard:
+        """Checks every URL the engine calls on a tenant's behalf (HOUSE_STYLE rule 19): public
+        addresses only, unless CONVERTER_ALLOWED_HOSTS allows the host; never the engine's own origin."""
+        from memory_engine.adapters.outbound.guard import ResolvingOutboundGuard
+
+        def own_origins() -> list[str]:
+            return [url for url in (self.settings.public_url, self.callback_urls.base_url) if url]
+
+        return ResolvingOutboundGuard(self.settings.converter_allowed_hosts, own_origins=own_origins)
+
+    @cached_property
     def task_callbacks(self) -> TaskCallbacks:
         """Resumes a run waiting for a converter's callback: Step Functions on AWS."""
         from memory_engine.adapters.stepfunctions.task_tokens import StepFunctionsTaskCallbacks
@@ -321,7 +333,8 @@ class Container:
 
         return IngestionPorts(
             documents=self.documents, blobs=self.blob_store, embedder=self.ingestion_embedder, projects=self.projects,
-            extractors=native_extractors(), converter=HttpConverter(), ocr=self.ocr_engine, conversions=self.conversions,
+            extractors=native_extractors(), converter=HttpConverter(self.outbound_guard), ocr=self.ocr_engine,
+            conversions=self.conversions,
             callback_urls=self.callback_urls, task_callbacks=self.task_callbacks,
             events=self.event_publisher,
         )

@@ -29,6 +29,9 @@ ENV_INGEST_YIELD_CORES = "INGEST_YIELD_CORES"  # local shape: ingestion keeps ha
 ENV_PUBLIC_URL = "MEMORY_ENGINE_PUBLIC_URL"
 #: How long ingestion waits for a converter that answered `pending` (its callback URL expires then too)
 ENV_CONVERTER_DEADLINE_SECONDS = "CONVERTER_DEADLINE_SECONDS"
+#: Hosts a converter URL may name although they are not public addresses (loopback, private, link-local...):
+#: comma-separated `host` or `host:port`; empty by default (domain/outbound.py has the rule)
+ENV_CONVERTER_ALLOWED_HOSTS = "CONVERTER_ALLOWED_HOSTS"
 #: Seconds an authenticated API key is cached per process (revocation takes effect within it).
 ENV_KEY_CACHE_SECONDS = "MEMORY_ENGINE_KEY_CACHE_SECONDS"
 ENV_SEARCH_CONNECTIONS = "MEMORY_ENGINE_SEARCH_CONNECTIONS"

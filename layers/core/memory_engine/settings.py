@@ -113,6 +113,16 @@ class Settings(BaseSettings):
     #: at most 115 minutes: the Standard state machine's execution ends after 2 hours
     converter_deadline_seconds: int = Field(3600, ge=1, le=6900, validation_alias=_env(c.ENV_CONVERTER_DEADLINE_SECONDS))
     callback_secret_arn: str | None = Field(None, validation_alias=_env(c.ENV_CALLBACK_SECRET_ARN))
+    #: comma-separated `host` / `host:port` a converter may name although not public (domain/outbound.py)
+    converter_allowed_hosts: str = Field("", validation_alias=_env(c.ENV_CONVERTER_ALLOWED_HOSTS))
+
+    @field_validator("converter_allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, value: str) -> str:
+        from memory_engine.domain.outbound import OutboundPolicy
+
+        OutboundPolicy.parse_allowed(value)  # raises ValueError naming the bad entry
+        return value
 
     @field_validator("embedding_provider", "chat_provider", "runtime", "ocr_engine", mode="before")
     @classmethod

@@ -166,7 +166,9 @@ class ReingestRequest(RequestModel):
 
 
 class HttpConverter(RequestModel):
-    """Your service, spoken to with the converter protocol (docs/ingestion.md)."""
+    """Your service, spoken to with the converter protocol (docs/ingestion.md). Header values are
+    write-only: the engine returns them as ``"***"``, and a replace that sends ``"***"`` back for a
+    header keeps its stored value (while ``url`` keeps its scheme, host and port)."""
 
     type: Literal["http"]
     url: str

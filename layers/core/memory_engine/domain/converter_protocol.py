@@ -87,7 +87,8 @@ def parse_answer_bytes(raw: bytes, *, source: str) -> list[Page] | Pending:
     try:
         body = json.loads(raw)
     except ValueError as exc:
-        raise ConverterFailed(f"{source} did not answer JSON ({raw[:80]!r}...); fix the converter") from exc
+        raise ConverterFailed(f"{source} did not answer JSON ({len(raw)} bytes that do not parse); "
+                              "fix the converter") from exc
     return parse_answer(body, source=source)
 
 

@@ -40,6 +40,9 @@ DEFAULT_CONVERTER_TIMEOUT_S = 60.0
 #: below the Extract function's 5-minute Lambda timeout (and the Express machine's 5-minute limit)
 MAX_CONVERTER_TIMEOUT_S = 240.0
 MAX_RULES_PER_PROJECT = 100
+#: What the API shows instead of a converter header's value (header values are write-only: they carry
+#: credentials). A PUT that sends it back for a header keeps the stored value.
+MASKED_HEADER_VALUE = "***"
 
 
 class NativeExtraction(str, Enum):
@@ -102,6 +105,34 @@ class HttpConverter(BaseModel):
             if len(header) > MAX_HEADER_VALUE_CHARS or any(ch in header for ch in "\r\n\x00"):
                 raise ValueError(f"header {name}: the value must be one line of at most {MAX_HEADER_VALUE_CHARS} characters")
         return value
+
+    def masked(self) -> HttpConverter:
+        """This converter as the API shows it: header names, values :data:`MASKED_HEADER_VALUE`."""
+        return self.model_copy(update={"headers": dict.fromkeys(self.headers, MASKED_HEADER_VALUE)})
+
+    def origin(self) -> tuple[str, str, int | None]:
+        """(scheme, host, port) of the URL: stored header values are only kept for the same origin."""
+        parts = urlsplit(self.url)
+        return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+    def with_stored_values(self, stored: HttpConverter | None) -> HttpConverter:
+        """Header values :data:`MASKED_HEADER_VALUE` replaced by ``stored``'s value of the same header
+        (names compared case-insensitively). Raises ValueError when there is none, or when the URL's
+        origin changed (credentials are not re-sent to another host unless written again)."""
+        masked = [name for name, value in self.headers.items() if value == MASKED_HEADER_VALUE]
+        if not masked:
+            return self
+        known = {name.lower(): value for name, value in (stored.headers if stored else {}).items()}
+        if stored is None or stored.origin() != self.origin():
+            raise ValueError(f"header {masked[0]}: {MASKED_HEADER_VALUE!r} keeps the stored value only while the "
+                             "converter URL keeps its scheme, host and port; send the value again")
+        missing = [name for name in masked if name.lower() not in known]
+        if missing:
+            raise ValueError(f"header {missing[0]}: {MASKED_HEADER_VALUE!r} keeps the stored value, but the rule has "
+                             "no such header; send the value")
+        headers = {name: known[name.lower()] if value == MASKED_HEADER_VALUE else value
+                   for name, value in self.headers.items()}
+        return self.model_copy(update={"headers": headers})
 
 
 class OcrConverter(BaseModel):
@@ -182,3 +213,9 @@ class IngestionRule(IngestionRuleFields):
     project_id: str
     created_at: datetime
     updated_at: datetime
+
+    def masked(self) -> IngestionRule:
+        """The rule as the API returns it, to every scope: converter header values masked."""
+        if not isinstance(self.converter, HttpConverter) or not self.converter.headers:
+            return self
+        return self.model_copy(update={"converter": self.converter.masked()})

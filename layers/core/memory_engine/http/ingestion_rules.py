@@ -30,7 +30,10 @@ _FIELDS = (
     "extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or "
     "`download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` "
     "override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, "
-    "converter type or size is 422; a second rule for the same glob is 409."
+    "converter type or size is 422; so is a converter URL on a loopback, private, link-local or metadata address "
+    "(unless the operator allows the host in CONVERTER_ALLOWED_HOSTS). Header values are write-only: every answer "
+    "shows them as `***`, and a PUT that sends `***` back for a header keeps its stored value (while the URL keeps "
+    "its scheme, host and port). A second rule for the same glob is 409."
 )
 
 
@@ -38,7 +41,8 @@ _FIELDS = (
              responses=documented({201: (IngestionRule, "the rule")}, *AUTHENTICATED, *WITH_BODY, 409))
 def create(body: Annotated[IngestionRuleFields, Body()]) -> Response[Any]:
     principal = require(Scope.ADMIN)
-    return json_response(rules.create_rule(get_container().ingestion_rules, principal.project_id, body), 201)
+    return json_response(rules.create_rule(get_container().ingestion_rules, get_container().outbound_guard,
+                                                principal.project_id, body), 201)
 
 
 @router.get("/v1/ingestion-rules", summary="List ingestion rules",
@@ -63,7 +67,8 @@ def get(rule_id: str) -> Response[Any]:
             responses=documented({200: (IngestionRule, "the rule")}, *AUTHENTICATED, *WITH_BODY, 404, 409))
 def replace(rule_id: str, body: Annotated[IngestionRuleFields, Body()]) -> Response[Any]:
     principal = require(Scope.ADMIN)
-    return json_response(rules.replace_rule(get_container().ingestion_rules, principal.project_id, rule_id, body))
+    return json_response(rules.replace_rule(get_container().ingestion_rules, get_container().outbound_guard,
+                                                 principal.project_id, rule_id, body))
 
 
 @router.delete("/v1/ingestion-rules/<rule_id>", summary="Delete an ingestion rule", description="Admin scope; 204.",
