@@ -75,3 +75,58 @@ def test_dev_starts_serves_health_and_stops_cleanly(tmp_path: Path) -> None:
     assert proc.returncode == 0
     time.sleep(0.5)
     assert not _postgres_processes(tmp_path / "home" / "pgdata")
+
+
+def _start_dev(home: Path, *extra: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """`memory-engine dev` on a free port over ``home``; (the process, its output up to `ready`)."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["MEMORY_ENGINE_HOME"] = str(home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_engine.cli", "dev", "--port", str(_free_port()), *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "ready" in line:
+            return proc, lines
+    proc.kill()
+    proc.wait(30)
+    raise AssertionError("`memory-engine dev` did not start:\n" + "".join(lines))
+
+
+def _engine_children(proc: subprocess.Popen[str], pgdata: Path) -> list[psutil.Process]:
+    """Every process ``proc`` started, except the database server (which outlives it by design and
+    is adopted or stopped by the next start)."""
+    postgres = {p.pid for p in _postgres_processes(pgdata)}
+    return [p for p in psutil.Process(proc.pid).children(recursive=True) if p.pid not in postgres]
+
+
+def test_sigkill_of_dev_leaves_no_child_running(tmp_path: Path) -> None:
+    # Given `memory-engine dev` with two workers and its ingestion process
+    home = tmp_path / "home"
+    proc, _ = _start_dev(home, "--workers", "2")
+    try:
+        children = _engine_children(proc, home / "pgdata")
+        assert len([p for p in children if p.name().startswith(("python", "memory"))]) >= 3
+        # When it is killed outright
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        # Then none of its processes is left running (workers, ingestion, multiprocessing's helpers)
+        _, alive = psutil.wait_procs(children, timeout=30)
+        assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # And the next start on the same home serves, and a SIGTERM leaves no database server behind
+    again, _ = _start_dev(home, "--workers", "1")
+    again.send_signal(signal.SIGTERM)
+    again.wait(timeout=60)
+    assert again.returncode == 0
+    time.sleep(0.5)
+    assert not _postgres_processes(home / "pgdata")
