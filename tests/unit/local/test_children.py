@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,13 +87,13 @@ def _running(pid: int) -> bool:
 
 
 def _gone(pid: int) -> bool:
-    try:
-        psutil.Process(pid).wait(GUARD_S)
-    except psutil.NoSuchProcess:
-        pass
-    except psutil.TimeoutExpired:
-        return False
-    return not _running(pid)
+    """True once ``pid`` no longer runs (an unreaped zombie counts as gone)."""
+    deadline = time.monotonic() + GUARD_S
+    while _running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 @pytest.mark.parametrize("mode", ["kernel-signal", "watchdog"])
