@@ -9,6 +9,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,6 +102,25 @@ def test_a_replacement_that_dies_while_starting_is_tried_again(pool: WorkerPool,
     _until(lambda: not any((faults / "starts").iterdir()), "the crashing starts")
     _until(lambda: pool.counts() == (2, 2) and victim not in pool.pids, "the pool to be whole")
     assert _get(pool, "/v1/openapi.json") == 200
+
+
+def test_a_spawn_that_raises_is_tried_again(pool: WorkerPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given that spawning the next worker process fails in this process (e.g. out of descriptors)
+    spawn, attempts = pool._spawn, []
+
+    def failing_once() -> Any:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError(24, "Too many open files")
+        return spawn()
+
+    monkeypatch.setattr(pool, "_spawn", failing_once)
+    victim = pool.pids[0]
+    # When an idle worker is killed
+    os.kill(victim, signal.SIGKILL)
+    # Then the failed spawn is tried again and the pool is whole (its supervisor survived the error)
+    _until(lambda: pool.counts() == (2, 2) and victim not in pool.pids, "the pool to be whole")
+    assert len(attempts) >= 2 and _get(pool, "/v1/openapi.json") == 200
 
 
 def test_health_reports_the_pool(pool: WorkerPool, container: LocalContainer) -> None:

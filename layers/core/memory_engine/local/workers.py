@@ -171,8 +171,13 @@ class WorkerPool:
                 now = time.monotonic()
                 missing = self.size - len(self._ready) - len(self._starting)
                 if missing > 0 and now >= self._spawn_after:
-                    for _ in range(missing):
-                        self._starting.add(self._spawn())
+                    try:
+                        for _ in range(missing):
+                            self._starting.add(self._spawn())
+                    except Exception as exc:  # e.g. out of file descriptors: back off, as for a crashed start
+                        logger.exception("could not spawn a worker")
+                        self._start_failed(None, f"could not spawn a worker: {exc}")
+                        continue
                 watched: dict[Any, _Worker] = {w.process.sentinel: w for w in self._ready if not w.exit_seen}
                 watched.update({w.conn: w for w in self._starting})
                 timeout = min([1.0, *(w.spawned_at + self.start_timeout - now for w in self._starting)])
@@ -231,10 +236,12 @@ class WorkerPool:
         for worker in late:
             self._start_failed(worker, f"a worker did not start within {self.start_timeout:.0f} s")
 
-    def _start_failed(self, worker: _Worker, reason: str) -> None:
-        self._end(worker)
+    def _start_failed(self, worker: _Worker | None, reason: str) -> None:
+        if worker is not None:
+            self._end(worker)
         with self._cond:
-            self._starting.discard(worker)
+            if worker is not None:
+                self._starting.discard(worker)
             if not self._started_once:
                 self._initial_error = reason  # start() raises it
             self._failed_starts += 1
