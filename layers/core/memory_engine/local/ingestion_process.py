@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.connection as mp_connection
 import os
 import threading
 from collections.abc import Callable
@@ -166,10 +167,15 @@ class IngestionProcess:
         self.starts.put({"public_url": url})
 
     def _watch(self) -> None:
-        while not self._stopping.is_set():
+        while True:
             process = self._process
             process.join(1.0)
-            if process.is_alive() or self._stopping.is_set():
+            if self._stopping.is_set():
+                # stop() ends the process (grace, then kill); this thread must outlive it, as the
+                # kernel kills a child when the thread that spawned it ends (die_with_parent)
+                mp_connection.wait([process.sentinel])
+                return
+            if process.is_alive():
                 continue
             logger.error("the ingestion process exited (code %s); starting it again", process.exitcode)
             try:
@@ -192,4 +198,4 @@ class IngestionProcess:
                 process.kill()
                 process.join(5)
         if self._watcher is not None:
-            self._watcher.join(2.0)
+            self._watcher.join(5.0)

@@ -123,6 +123,7 @@ class WorkerPool:
         self._initial_error: str | None = None  # a start failure before the pool was first whole
         self._started_once = False
         self._stopping = False
+        self._closed = False  # stopped, and every worker ended
         self._wake_r, self._wake_w = self._ctx.Pipe(duplex=False)
         self._supervisor: threading.Thread | None = None
         cpus = os.cpu_count() or 1
@@ -156,6 +157,11 @@ class WorkerPool:
                 worker.conn.send(None)
         for worker in workers:
             self._end(worker, grace=5.0)
+        with self._cond:
+            # only now may the supervisor end: the kernel kills a child when the thread that
+            # spawned it ends (worker_process.die_with_parent), which would cut the grace above
+            self._closed = True
+            self._cond.notify_all()
         self._wake()
         if self._supervisor is not None and self._supervisor is not threading.current_thread():
             self._supervisor.join(5)
@@ -166,8 +172,11 @@ class WorkerPool:
     def _supervise(self) -> None:
         while True:
             with self._cond:
-                if self._stopping:
+                if self._closed:
                     return
+                if self._stopping:  # stop() ends the workers; wait for it to say it is done
+                    self._cond.wait(1.0)
+                    continue
                 now = time.monotonic()
                 missing = self.size - len(self._ready) - len(self._starting)
                 if missing > 0 and now >= self._spawn_after:
@@ -183,7 +192,10 @@ class WorkerPool:
                 timeout = min([1.0, *(w.spawned_at + self.start_timeout - now for w in self._starting)])
                 if missing > 0 and now < self._spawn_after:
                     timeout = min(timeout, self._spawn_after - now)
-            fired = mp_connection.wait([self._wake_r, *watched], max(0.0, timeout))
+            try:
+                fired = mp_connection.wait([self._wake_r, *watched], max(0.0, timeout))
+            except (OSError, ValueError):  # a watched pipe was closed meanwhile (stop)
+                continue
             for handle in fired:
                 if handle is self._wake_r:
                     with contextlib.suppress(EOFError, OSError):
@@ -254,7 +266,7 @@ class WorkerPool:
         """A ready worker's process ended: retire it now when idle; a serving one is retired by the
         thread of its request (which sees EOF and knows whether the request began)."""
         with self._cond:
-            if worker not in self._ready:
+            if worker not in self._ready or self._stopping:
                 return
             if worker not in self._idle:
                 worker.exit_seen = True
