@@ -181,8 +181,9 @@ class IngestionProcess:
             try:
                 self._await_ready(self._spawn())
             except Exception:
-                logger.exception("could not restart the ingestion process; retrying in 5 s")
-                self._stopping.wait(5.0)
+                if not self._stopping.is_set():
+                    logger.exception("could not restart the ingestion process; retrying in 5 s")
+                    self._stopping.wait(5.0)
 
     def stop(self, grace: float = 10.0) -> None:
         """Ask the process to finish (runs in flight are abandoned and resumed by the next start,
