@@ -134,5 +134,9 @@ def test_health_reports_the_pool(pool: WorkerPool, container: LocalContainer) ->
         _until(lambda: ApiClient(None).get("/v1/health").json["workers"]["alive"] == 1, "health to see 1 of 2")
         _until(lambda: ApiClient(None).get("/v1/health").json["workers"] == {"alive": 2, "configured": 2},
                "health to see the pool whole")
+        # And with no worker alive the engine is degraded: 503
+        container.worker_counts = lambda: (0, 2)
+        r = ApiClient(None).get("/v1/health")
+        assert r.status == 503 and r.json["status"] == "degraded" and r.json["database"] is True
     finally:
         container.worker_counts = None
