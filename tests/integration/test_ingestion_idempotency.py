@@ -185,7 +185,7 @@ class _NotStarting:
 
 
 def test_a_run_interrupted_by_a_stop_is_resumed_at_the_next_start(container: Container, project_id: str) -> None:
-    from memory_engine.local.pipeline import LocalPipelineStarter
+    from memory_engine.local.ingestion_slots import LocalPipelineStarter
     from memory_engine.services.ingestion.documents import create_text_document, resume_interrupted
 
     # Given a document whose run was registered but never ran (the local engine stopped)

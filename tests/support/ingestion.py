@@ -48,4 +48,5 @@ def fast_runner(container: Container, **kwargs: Any) -> PipelineRunner:
     base = container.pipeline_runner
     return PipelineRunner(invoke=kwargs.pop("invoke", base.invoke), map_concurrency=kwargs.pop("map_concurrency", 2),
                           stream=kwargs.pop("stream", base.stream), retry_delay_scale=0.0,
-                          wait_for_token=kwargs.pop("wait_for_token", base.wait_for_token), **kwargs)
+                          wait_for_token=kwargs.pop("wait_for_token", base.wait_for_token),
+                          check_token=kwargs.pop("check_token", base.check_token), **kwargs)

@@ -10,6 +10,7 @@ the contract, not the adapter. The local runtime extends this with its own stand
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -56,6 +57,9 @@ AWS_MAX_ATTEMPTS = 3
 
 class Container:
     """Holds the adapters of one process. Pass overrides for anything tests replace."""
+
+    #: The local engine's worker pool, when one serves the requests: () -> (alive, configured).
+    worker_counts: Callable[[], tuple[int, int]] | None = None
 
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
         self.settings = settings or Settings()

@@ -13,7 +13,7 @@ from memory_engine.adapters.s3.blob_store import S3BlobStore
 from memory_engine.bootstrap import Container
 from memory_engine.errors import ConfigurationError
 from memory_engine.local.container import LocalContainer
-from memory_engine.local.pipeline import LocalPipelineStarter
+from memory_engine.local.ingestion_slots import LocalPipelineStarter
 from memory_engine.ports.events import DeadLetter
 from memory_engine.settings import Settings
 

@@ -209,10 +209,18 @@ class EmbeddingsRequest(RequestModel):
 # --- responses ---
 
 
+class WorkerCounts(ResponseModel):
+    """The local engine's worker processes (absent on AWS)."""
+
+    alive: int
+    configured: int
+
+
 class Health(ResponseModel):
     status: Literal["ok", "degraded"]
     version: str
     database: bool
+    workers: WorkerCounts | None = None
 
 
 class Memory(ResponseModel):

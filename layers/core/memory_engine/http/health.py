@@ -21,14 +21,22 @@ from memory_engine.settings import Runtime
 router = Router()
 
 
-@router.get("/v1/health", summary="Liveness and database reachability (no auth)", security=[],
-            responses=documented({200: (Health, "up"), 503: (Health, "the database cannot be reached")}))
+@router.get("/v1/health", summary="Liveness, database reachability and the local worker pool (no auth)", security=[],
+            responses=documented({200: (Health, "up"),
+                                  503: (Health, "the database cannot be reached, or no worker is alive")}))
 def health() -> Response[Any]:
-    """Liveness plus database reachability; 503 when the database cannot be reached."""
+    """Liveness plus database reachability, and locally the worker pool (``workers``: alive and
+    configured processes); 503 when the database cannot be reached or no worker is alive."""
     container = get_container()
     database_ok = container.database.ping()
-    body = {"status": "ok" if database_ok else "degraded", "version": __version__, "database": database_ok}
-    return json_response(body, 200 if database_ok else 503)
+    up = database_ok
+    body: dict[str, Any] = {"version": __version__, "database": database_ok}
+    if container.worker_counts is not None:
+        alive, configured = container.worker_counts()
+        body["workers"] = {"alive": alive, "configured": configured}
+        up = up and alive > 0
+    body["status"] = "ok" if up else "degraded"
+    return json_response(body, 200 if up else 503)
 
 
 @router.get("/v1/openapi.json", summary="This OpenAPI document (no auth)", security=[],

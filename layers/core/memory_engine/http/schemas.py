@@ -161,10 +161,18 @@ class EmbeddingsResponse(BaseModel):
     data: list[Embedding]
 
 
+class WorkerCounts(BaseModel):
+    """The local engine's worker processes (absent on AWS, where Lambda scales)."""
+
+    alive: int
+    configured: int
+
+
 class Health(BaseModel):
     status: Literal["ok", "degraded"]
     version: str
     database: bool
+    workers: WorkerCounts | None = None
 
 
 class ExtractionRunView(BaseModel):

@@ -13,12 +13,8 @@ from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.bootstrap import Container
 from memory_engine.local.conversion_waiter import ConversionWaiter, LocalTaskCallbacks
 from memory_engine.local.event_queue import LocalEventQueue
-from memory_engine.local.pipeline import (
-    LocalPipelineStarter,
-    PipelineRunner,
-    invoke_ingestion_handler,
-    invoke_streamed_producer,
-)
+from memory_engine.local.ingestion_slots import LocalPipelineStarter
+from memory_engine.local.pipeline import PipelineRunner, invoke_ingestion_handler, invoke_streamed_producer
 from memory_engine.local.priority import lower_thread_priority
 from memory_engine.ports.blobs import UploadInbox
 from memory_engine.ports.conversions import TaskCallbacks
@@ -40,9 +36,11 @@ class LocalContainer(Container):
     def pipeline_runner(self) -> PipelineRunner:
         """The ingestion state machine, run in-process on the Lambda handlers, with extraction
         overlapped with embedding (``domain.pipeline.STREAMED``); a run awaiting a converter's
-        callback polls the database (the callback may reach another process)."""
+        callback is parked and its conversion checked in the database (the callback may reach
+        another process)."""
+        waiter = ConversionWaiter(lambda: self.conversions)
         return PipelineRunner(invoke=invoke_ingestion_handler, stream=invoke_streamed_producer,
-                              wait_for_token=ConversionWaiter(lambda: self.conversions))
+                              wait_for_token=waiter, check_token=waiter.check)
 
     @cached_property
     def task_callbacks(self) -> TaskCallbacks:
@@ -55,7 +53,8 @@ class LocalContainer(Container):
     @cached_property
     def pipeline_starter(self) -> PipelineStarter:
         """Step Functions when INGESTION_STATE_MACHINE_ARN is set; else the local runner on background
-        threads (at background CPU priority, so API requests come first while a corpus drains)."""
+        threads (at background CPU priority, so API requests come first while a corpus drains),
+        shared fairly between projects (``local/ingestion_slots.py``)."""
         if self.settings.state_machine_arn:
             return super().pipeline_starter
         return LocalPipelineStarter(self.pipeline_runner, workers=self.settings.resolved_ingest_workers,

@@ -1,5 +1,8 @@
-"""The local stand-in for a Step Functions task token: the runner's AwaitConversion polls the
-recorded conversion until the converter's callback delivered it, or the deadline passes.
+"""The local stand-in for a Step Functions task token: a run parked in AwaitConversion is resumed
+when the recorded conversion shows the converter's callback delivered it (:meth:`ConversionWaiter.check`,
+polled by the ingestion slots' parking lot, ``local/ingestion_slots.py``), or failed when the
+deadline passes. :meth:`ConversionWaiter.__call__` waits on the calling thread instead
+(:meth:`~memory_engine.local.pipeline.PipelineRunner.run`, the tests' synchronous runs).
 
 Polling the database (not an in-process signal) because the callback may be served by another
 process (the local engine's worker processes serve HTTP requests)."""
@@ -26,20 +29,27 @@ class ConversionWaiter:
     poll_seconds: float = 0.25
     clock: Callable[[], float] = field(default=time.monotonic)
 
-    def __call__(self, state: dict[str, Any], task_token: str, timeout: float) -> dict[str, Any]:
+    def check(self, state: dict[str, Any], task_token: str) -> dict[str, Any] | None:
+        """A :data:`memory_engine.local.pipeline.TokenCheck`: the resumed run once the callback
+        delivered the pages, None while they are awaited; raises TaskFailed for a delivered error
+        (or a conversion that disappeared: the document was deleted or re-ingested)."""
         run = DocumentRun.model_validate(state)
+        conversion = self.conversions().get(run.document_id, run.generation)
+        if conversion is None:
+            raise TaskFailed("ConverterFailed", "internal: the awaited conversion disappeared; re-ingest the document")
+        if not conversion.delivered:
+            return None
+        if conversion.error is not None:
+            raise TaskFailed("ConverterFailed", conversion.error)
+        return converted_run(conversion, run).model_dump(mode="json")
+
+    def __call__(self, state: dict[str, Any], task_token: str, timeout: float) -> dict[str, Any]:
         deadline = self.clock() + timeout
-        while True:
-            conversion = self.conversions().get(run.document_id, run.generation)
-            if conversion is None:
-                raise TaskFailed("ConverterFailed", "internal: the awaited conversion disappeared; re-ingest the document")
-            if conversion.delivered:
-                if conversion.error is not None:
-                    raise TaskFailed("ConverterFailed", conversion.error)
-                return converted_run(conversion, run).model_dump(mode="json")
+        while (output := self.check(state, task_token)) is None:
             if self.clock() >= deadline:
                 raise TaskTimedOut(f"no callback within {timeout:g} s")
             time.sleep(self.poll_seconds)
+        return output
 
 
 class LocalTaskCallbacks:

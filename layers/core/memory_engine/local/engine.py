@@ -19,11 +19,13 @@ from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import set_container
 from memory_engine.domain.auth import Scope
 from memory_engine.local.background import BackgroundService, background_services
+from memory_engine.local.children import ChildRecord
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.http_gateway import LocalGateway
 from memory_engine.local.ingestion_process import IngestionProcess
 from memory_engine.local.priority import CoreYield, ForegroundGate, GatedEmbedder, lower_backend_priority
-from memory_engine.local.workers import ForwardingPipelineStarter, WorkerPool, default_workers
+from memory_engine.local.worker_process import ForwardingPipelineStarter
+from memory_engine.local.workers import WorkerPool, default_workers
 from memory_engine.services.keys import create_api_key
 from memory_engine.settings import EmbeddingProvider, Settings
 
@@ -81,12 +83,16 @@ class LocalEngine:
     ingestion: IngestionProcess | None = None
     services: list[BackgroundService] = field(default_factory=list)
     admin_key: str | None = None
+    #: The processes this engine spawned, so the next start ends any left by a killed engine.
+    children: ChildRecord | None = None
 
     def start(self) -> str:
         """Start everything; returns the base URL. On failure, stops what it started and re-raises."""
         try:
             self.settings.home.mkdir(parents=True, exist_ok=True)
             self.settings.drop_dir.mkdir(parents=True, exist_ok=True)
+            self.children = ChildRecord(self.settings.home)
+            self.children.reap_leftovers()  # a killed engine's ingestion process or workers
             self.database = open_database(self.settings)
             settings = self.settings.model_copy(update={"database_url": self.database.url})
             workers = default_workers() if self.workers is None else self.workers
@@ -97,7 +103,7 @@ class LocalEngine:
             if workers > 0 and gate is None and not settings.state_machine_arn:
                 # Ingestion runs in a process of its own, so its threads never hold the GIL this
                 # process's request threads wait for (local/ingestion_process.py).
-                self.ingestion = IngestionProcess(settings, lower_backends=embedded)
+                self.ingestion = IngestionProcess(settings, lower_backends=embedded, on_spawn=self.children.add)
                 overrides["pipeline_starter"] = ForwardingPipelineStarter(self.ingestion.starts)
                 if settings.ingest_yield_cores and CoreYield.supported():
                     # while a request is served, ingestion runs on half the cores (local/priority.py)
@@ -131,8 +137,10 @@ class LocalEngine:
                 # the GIL a few times; Python hands it over every 5 ms by default, which a draining
                 # corpus turned into most of a health check's latency.
                 sys.setswitchinterval(FRONT_DOOR_SWITCH_INTERVAL_S)
-                self.pool = WorkerPool(settings, workers, starts=self.ingestion.starts if self.ingestion else None)
+                self.pool = WorkerPool(settings, workers, starts=self.ingestion.starts if self.ingestion else None,
+                                       on_spawn=self.children.add)
                 self.pool.start()
+                self.container.worker_counts = self.pool.counts  # GET /v1/health reports the pool
                 if self.ingestion is None:
                     starter = self.container.pipeline_starter
                     self.pool.relay_pipeline_starts(lambda payload, run_id: starter.start(payload, name=run_id))
@@ -172,6 +180,7 @@ class LocalEngine:
         self._release("gateway", "stop")
         self._release("pool", "stop")
         self._release("ingestion", "stop")
+        self._release("children", "clear")
         while self.services:
             service = self.services.pop()
             try:

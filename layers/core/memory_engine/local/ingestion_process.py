@@ -20,12 +20,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.connection as mp_connection
 import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from memory_engine.local.workers import configure_child_process
+from memory_engine.local.worker_process import configure_child_process
 
 if TYPE_CHECKING:
     from memory_engine.settings import Settings
@@ -36,10 +39,13 @@ logger = logging.getLogger(__name__)
 START_TIMEOUT_S = 180.0
 
 
-def ingestion_main(ready: Connection, settings: Settings, starts: Any, lower_backends: bool, log_level: int) -> None:
+def ingestion_main(ready: Connection, settings: Settings, starts: Any, lower_backends: bool, log_level: int,
+                   parent_pid: int | None = None) -> None:
     """The ingestion process: a container with the local pipeline starter (background-priority
-    threads), the interrupted runs resumed, then every start from ``starts`` until ``None``."""
-    configure_child_process("ingest", log_level)
+    threads), the interrupted runs resumed, then every start from ``starts`` until ``None``. It
+    dies with ``parent_pid`` (``worker_process.die_with_parent``): it blocks on a queue that never
+    reaches EOF, so without that it outlived an engine killed outright."""
+    configure_child_process("ingest", log_level, parent_pid)
     from memory_engine.adapters.postgres.database import Database
     from memory_engine.bootstrap import set_container
     from memory_engine.local.container import LocalContainer
@@ -82,15 +88,18 @@ class IngestionProcess:
     ready; a watcher thread starts it again if it exits before :meth:`stop`. ``starts`` outlives the
     process, so runs queued while it restarts are not lost."""
 
-    def __init__(self, settings: Settings, *, lower_backends: bool, start_timeout: float = START_TIMEOUT_S) -> None:
+    def __init__(self, settings: Settings, *, lower_backends: bool, start_timeout: float = START_TIMEOUT_S,
+                 on_spawn: Callable[[int], None] | None = None) -> None:
         self.settings = settings
+        self._on_spawn = on_spawn
         self.lower_backends = lower_backends
         self.start_timeout = start_timeout
         self._ctx = multiprocessing.get_context("spawn")
         self.starts: Any = self._ctx.Queue()
         self._process: Any = None
-        self._ready: Connection | None = None  # the spawned process's ready signal, until it arrives
+        self._first_start: Future[None] | None = None  # the first spawn's outcome (wait_ready)
         self._stopping = threading.Event()
+        self._spawning = threading.Lock()
         self._watcher: threading.Thread | None = None
 
     @property
@@ -98,28 +107,44 @@ class IngestionProcess:
         return None if self._process is None else int(self._process.pid)
 
     def start(self, *, wait: bool = True) -> None:
-        """Spawn the process; with ``wait``, return once it is ready (else call :meth:`wait_ready`)."""
-        self._ready = self._spawn()
+        """Spawn the process; with ``wait``, return once it is ready (else call :meth:`wait_ready`).
+        The watcher thread spawns it, and every restart: a child's parent-death signal follows the
+        thread that spawned it (``local/worker_process.py``), and that thread lives until :meth:`stop`."""
+        self._first_start = Future()
+        self._watcher = threading.Thread(target=self._run, name="ingestion-watch", daemon=True)
+        self._watcher.start()
         if wait:
             self.wait_ready()
 
     def wait_ready(self) -> None:
-        """Wait until the spawned process is ready, then watch it. Raises RuntimeError when it
-        does not start."""
-        assert self._ready is not None, "start() first"
-        ready, self._ready = self._ready, None
-        self._await_ready(ready)
-        self._watcher = threading.Thread(target=self._watch, name="ingestion-watch", daemon=True)
-        self._watcher.start()
+        """Wait until the spawned process is ready. Raises RuntimeError when it does not start."""
+        assert self._first_start is not None, "start() first"
+        self._first_start.result()
+
+    def _run(self) -> None:
+        assert self._first_start is not None
+        try:
+            self._await_ready(self._spawn())
+        except BaseException as exc:
+            self._first_start.set_exception(exc)
+            return
+        self._first_start.set_result(None)
+        self._watch()
 
     def _spawn(self) -> Connection:
-        parent, child = self._ctx.Pipe(duplex=False)
-        self._process = self._ctx.Process(
-            target=ingestion_main, name="memory-engine-ingest", daemon=True,
-            args=(child, self.settings, self.starts, self.lower_backends, logging.getLogger().getEffectiveLevel()),
-        )
-        self._process.start()
+        with self._spawning:  # stop() sees either no process and no spawn to come, or this one
+            if self._stopping.is_set():
+                raise RuntimeError("the ingestion process was stopped while starting")
+            parent, child = self._ctx.Pipe(duplex=False)
+            self._process = self._ctx.Process(
+                target=ingestion_main, name="memory-engine-ingest", daemon=True,
+                args=(child, self.settings, self.starts, self.lower_backends, logging.getLogger().getEffectiveLevel(),
+                      os.getpid()),
+            )
+            self._process.start()
         child.close()
+        if self._on_spawn is not None:
+            self._on_spawn(self._process.pid)
         return parent
 
     def _await_ready(self, ready: Connection) -> None:
@@ -142,29 +167,36 @@ class IngestionProcess:
         self.starts.put({"public_url": url})
 
     def _watch(self) -> None:
-        while not self._stopping.is_set():
+        while True:
             process = self._process
             process.join(1.0)
-            if process.is_alive() or self._stopping.is_set():
+            if self._stopping.is_set():
+                # stop() ends the process (grace, then kill); this thread must outlive it, as the
+                # kernel kills a child when the thread that spawned it ends (die_with_parent)
+                mp_connection.wait([process.sentinel])
+                return
+            if process.is_alive():
                 continue
             logger.error("the ingestion process exited (code %s); starting it again", process.exitcode)
             try:
                 self._await_ready(self._spawn())
             except Exception:
-                logger.exception("could not restart the ingestion process; retrying in 5 s")
-                self._stopping.wait(5.0)
+                if not self._stopping.is_set():
+                    logger.exception("could not restart the ingestion process; retrying in 5 s")
+                    self._stopping.wait(5.0)
 
     def stop(self, grace: float = 10.0) -> None:
         """Ask the process to finish (runs in flight are abandoned and resumed by the next start,
         like any interrupted run), then end it."""
-        self._stopping.set()
+        with self._spawning:
+            self._stopping.set()
+            process = self._process
         with contextlib.suppress(OSError, ValueError):
             self.starts.put(None)
-        process = self._process
         if process is not None:
             process.join(grace)
             if process.is_alive():
                 process.kill()
                 process.join(5)
         if self._watcher is not None:
-            self._watcher.join(2.0)
+            self._watcher.join(5.0)

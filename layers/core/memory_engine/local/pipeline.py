@@ -20,7 +20,6 @@ import queue
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -111,6 +110,25 @@ class TaskFailed(Exception):
 TokenWaiter = Callable[[dict[str, Any], str, float], dict[str, Any]]
 
 
+#: ``(state, task_token) -> output | None``: the output once the token of a waiting step is sent,
+#: None while it is awaited; raises TaskFailed when the token was failed.
+TokenCheck = Callable[[dict[str, Any], str], dict[str, Any] | None]
+
+
+@dataclass
+class Parked:
+    """A run stopped at a step that waits for a task token (:meth:`PipelineRunner.advance`): what
+    it waits for and where it goes on. Whoever holds it resumes it with :meth:`PipelineRunner.resume`
+    once the token is sent, or ends it with :meth:`PipelineRunner.fail`."""
+
+    state: dict[str, Any]  # the waiting step's input (and the state MarkFailed gets)
+    step: Step
+    task_token: str
+    timeout_s: float
+    resume_at: int  # index in PIPELINE of the step after the waiting one
+    timings: dict[str, float] = field(default_factory=dict)
+
+
 def error_name(exc: BaseException) -> str:
     return str(getattr(exc, "states_error", None) or type(exc).__name__)
 
@@ -132,15 +150,38 @@ class PipelineRunner:
     sleep: Callable[[float], None] = time.sleep
     #: Multiplies every retry delay (1.0 = the ASL's own delays).
     retry_delay_scale: float = 1.0
-    #: How a step that waits for a task token waits (None: such a step fails the run)
+    #: How a step that waits for a task token waits in :meth:`run` (None: such a step fails the run)
     wait_for_token: TokenWaiter | None = None
+    #: Whether a parked run's token was sent: its output, None while it is still awaited; raises
+    #: TaskFailed when the token was failed (None: :meth:`advance` does not park)
+    check_token: TokenCheck | None = None
 
     def run(self, payload: dict[str, Any]) -> PipelineResult:
-        state = dict(payload)
-        timings: dict[str, float] = {}
-        start = PIPELINE.index(entry_step(payload))
+        """The whole run on this thread (a step that waits for a task token waits here)."""
+        outcome = self._walk(dict(payload), PIPELINE.index(entry_step(payload)), {}, park=False)
+        assert isinstance(outcome, PipelineResult)
+        return outcome
+
+    def advance(self, payload: dict[str, Any]) -> PipelineResult | Parked:
+        """The run up to its end, or up to a step that waits for a task token: that step's task is
+        invoked (it records the token) and the run is returned :class:`Parked`, holding no thread
+        while it waits (as a ``.waitForTaskToken`` state holds no Lambda). Without ``check_token``
+        nobody could resume it, so the run waits here as in :meth:`run`."""
+        return self._walk(dict(payload), PIPELINE.index(entry_step(payload)), {}, park=self.check_token is not None)
+
+    def resume(self, parked: Parked, output: dict[str, Any]) -> PipelineResult | Parked:
+        """Go on after the waiting step with the token's ``output`` (what SendTaskSuccess sends)."""
+        return self._walk(dict(output), parked.resume_at, parked.timings, park=True)
+
+    def fail(self, parked: Parked, exc: BaseException) -> PipelineResult:
+        """End a parked run through the failure handler (its token failed or its timeout passed)."""
+        return self._failed(parked.step, parked.state, exc, parked.timings)
+
+    def _walk(self, state: dict[str, Any], start: int, timings: dict[str, float], *,
+              park: bool) -> PipelineResult | Parked:
         streamed_done: set[str] = set()
-        for step in PIPELINE[start:]:
+        for index in range(start, len(PIPELINE)):
+            step = PIPELINE[index]
             if step.only_when is not None and state.get(step.only_when) is None:
                 continue
             if step.name in streamed_done:
@@ -153,19 +194,28 @@ class PipelineRunner:
                         streamed_done = {s.name for s in (*STREAMED.producers[1:], STREAMED.consumer)}
                 elif step.map is not None:
                     self._run_map(step, state)
+                elif step.waits_for_token and park:
+                    token = self._begin_wait(step, state)
+                    timings[step.name] = time.perf_counter() - began
+                    return Parked(state, step, token, self._timeout(step, state), index + 1, timings)
                 elif step.waits_for_token:
                     state = self._wait(step, state)
                 else:
                     state = self._call(step, state)
             except Exception as exc:
                 timings[step.name] = time.perf_counter() - began
-                logger.info("ingestion step %s failed: %s", step.name, exc)
-                result = self._call(FAILURE_HANDLER, {**state, FAILURE_FIELD: _failure(exc)})
-                return PipelineResult("failed", state, error=result.get("error") or str(exc), seconds_by_step=timings)
+                return self._failed(step, state, exc, timings)
             timings.setdefault(step.name, time.perf_counter() - began)
             if step.stop_when is not None and state.get(step.stop_when[0]):
                 return PipelineResult("unchanged", state, seconds_by_step=timings)
         return PipelineResult("succeeded", state, seconds_by_step=timings)
+
+    def _failed(self, step: Step, state: dict[str, Any], exc: BaseException,
+                timings: dict[str, float]) -> PipelineResult:
+        """The ASL Catch: ``exc`` handed to the failure handler with the state the step had."""
+        logger.info("ingestion step %s failed: %s", step.name, exc)
+        result = self._call(FAILURE_HANDLER, {**state, FAILURE_FIELD: _failure(exc)})
+        return PipelineResult("failed", state, error=result.get("error") or str(exc), seconds_by_step=timings)
 
     def _call(self, step: Step, payload: dict[str, Any],
               invoke: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -245,17 +295,27 @@ class PipelineRunner:
             raise errors[0]
         return result
 
-    def _wait(self, step: Step, state: dict[str, Any]) -> dict[str, Any]:
-        """A ``.waitForTaskToken`` task: invoke it with the run and a token, then wait for the token
-        (at most the timeout the payload gives, as ``TimeoutSecondsPath`` does)."""
+    def _begin_wait(self, step: Step, state: dict[str, Any]) -> str:
+        """Invoke a ``.waitForTaskToken`` task with the run and a new token; the token."""
         token = f"local-{uuid.uuid4().hex}"
         self._call(step, {"run": state, "task_token": token})
-        if self.wait_for_token is None:
-            raise TaskFailed("States.Runtime", f"the local runner cannot wait in {step.name}: no token waiter")
+        return token
+
+    @staticmethod
+    def _timeout(step: Step, state: dict[str, Any]) -> float:
+        """The waiting step's timeout from the payload (as ``TimeoutSecondsPath`` reads it)."""
         timeout: Any = state
         for part in (step.timeout_path or "").split("."):
             timeout = timeout.get(part) if isinstance(timeout, dict) else None
-        return self.wait_for_token(state, token, float(timeout or 0))
+        return float(timeout or 0)
+
+    def _wait(self, step: Step, state: dict[str, Any]) -> dict[str, Any]:
+        """A ``.waitForTaskToken`` task: invoke it with the run and a token, then wait for the token
+        (at most the timeout the payload gives, as ``TimeoutSecondsPath`` does)."""
+        token = self._begin_wait(step, state)
+        if self.wait_for_token is None:
+            raise TaskFailed("States.Runtime", f"the local runner cannot wait in {step.name}: no token waiter")
+        return self.wait_for_token(state, token, self._timeout(step, state))
 
     def _run_map(self, step: Step, state: dict[str, Any]) -> None:
         assert step.map is not None
@@ -282,62 +342,3 @@ def _matching(policies: tuple[RetryPolicy, ...], name: str) -> tuple[int, RetryP
         if name in policy.errors or CATCH_ALL in policy.errors:
             return index, policy
     return -1, None
-
-
-#: Finished runs whose results stay available to ``result``/``finished`` (oldest dropped first).
-KEPT_RESULTS = 10_000
-
-
-class LocalPipelineStarter:
-    """PipelineStarter for the local shape: runs wait in a FIFO queue and ``workers`` of them run
-    at once on background threads. A queued run is its payload (ids and keys, under a kilobyte; the
-    content is in the blob store), so thousands can wait without holding their documents in memory.
-    ``thread_initializer`` runs once in each worker thread (the local engine lowers their CPU
-    priority there, so API requests come first while a corpus drains)."""
-
-    def __init__(self, runner: PipelineRunner, *, workers: int = 1,
-                 thread_initializer: Callable[[], None] | None = None) -> None:
-        self._runner = runner
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest",
-                                        initializer=thread_initializer)
-        self._runs: OrderedDict[str, Future[PipelineResult]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._counter = 0
-
-    def start(self, payload: dict[str, Any], *, name: str | None = None, size_bytes: int | None = None) -> str:
-        with self._lock:
-            self._counter += 1
-            run_id = name or f"local-run-{self._counter}"
-            if name is not None and name in self._runs:
-                # like StartExecution with a name already used: one run (a start queued before the
-                # ingestion process restarted and resumed it is not run a second time)
-                return run_id
-            self._runs.pop(run_id, None)
-            self._runs[run_id] = self._pool.submit(self._safe_run, payload)
-            self._forget_old()
-        return run_id
-
-    def _forget_old(self) -> None:
-        excess = len(self._runs) - KEPT_RESULTS
-        if excess > 0:
-            for run_id in [r for r, f in self._runs.items() if f.done()][:excess]:
-                del self._runs[run_id]
-
-    def finished(self, run_id: str) -> PipelineResult | None:
-        """The run's result when it has ended, else None. Raises KeyError for an unknown run."""
-        future = self._runs[run_id]
-        return future.result() if future.done() else None
-
-    def _safe_run(self, payload: dict[str, Any]) -> PipelineResult:
-        try:
-            return self._runner.run(payload)
-        except Exception as exc:  # mark_failed itself failed: log, the worker must survive
-            logger.exception("local ingestion run crashed")
-            return PipelineResult("failed", payload, error=str(exc))
-
-    def result(self, run_id: str, timeout: float | None = None) -> PipelineResult:
-        """Wait for a run started here. Raises TimeoutError, KeyError."""
-        return self._runs[run_id].result(timeout=timeout)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
