@@ -235,7 +235,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness and database reachability (no auth) */
+        /** Liveness, database reachability and the local worker pool (no auth) */
         get: operations["health_v1_health_get"];
         put?: never;
         post?: never;
@@ -260,7 +260,7 @@ export interface paths {
         put?: never;
         /**
          * Create an ingestion rule
-         * @description Admin scope; 201. `content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most specific matching glob wins (fewest wildcards, then the longest literal). `converter` is `{type: "http", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md for the protocol) or `{type: "ocr"}` (the built-in OCR). `native_extraction`: `first` (default: the native extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or `download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, converter type or size is 422; a second rule for the same glob is 409.
+         * @description Admin scope; 201. `content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most specific matching glob wins (fewest wildcards, then the longest literal). `converter` is `{type: "http", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md for the protocol) or `{type: "ocr"}` (the built-in OCR). `native_extraction`: `first` (default: the native extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or `download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, converter type or size is 422; so is a converter URL on a loopback, private, link-local or metadata address (unless the operator allows the host in CONVERTER_ALLOWED_HOSTS). Header values are write-only: every answer shows them as `***`, and a PUT that sends `***` back for a header keeps its stored value (while the URL keeps its scheme, host and port). A second rule for the same glob is 409.
          */
         post: operations["create_v1_ingestion_rules_post"];
         delete?: never;
@@ -283,7 +283,7 @@ export interface paths {
         get: operations["get_v1_ingestion_rules__rule_id__get"];
         /**
          * Replace an ingestion rule
-         * @description Admin scope. The whole rule is replaced; documents ingested before keep their settings until their next ingestion. `content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most specific matching glob wins (fewest wildcards, then the longest literal). `converter` is `{type: "http", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md for the protocol) or `{type: "ocr"}` (the built-in OCR). `native_extraction`: `first` (default: the native extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or `download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, converter type or size is 422; a second rule for the same glob is 409.
+         * @description Admin scope. The whole rule is replaced; documents ingested before keep their settings until their next ingestion. `content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most specific matching glob wins (fewest wildcards, then the longest literal). `converter` is `{type: "http", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md for the protocol) or `{type: "ocr"}` (the built-in OCR). `native_extraction`: `first` (default: the native extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or `download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, converter type or size is 422; so is a converter URL on a loopback, private, link-local or metadata address (unless the operator allows the host in CONVERTER_ALLOWED_HOSTS). Header values are write-only: every answer shows them as `***`, and a PUT that sends `***` back for a header keeps its stored value (while the URL keeps its scheme, host and port). A second rule for the same glob is 409.
          */
         put: operations["replace_v1_ingestion_rules__rule_id__put"];
         post?: never;
@@ -1305,6 +1305,7 @@ export interface components {
             status: "ok" | "degraded";
             /** Version */
             version: string;
+            workers?: components["schemas"]["WorkerCounts"] | null;
         };
         /**
          * HttpConverter
@@ -1858,6 +1859,16 @@ export interface components {
             method: "PUT";
             /** Upload Url */
             upload_url: string;
+        };
+        /**
+         * WorkerCounts
+         * @description The local engine's worker processes (absent on AWS, where Lambda scales).
+         */
+        WorkerCounts: {
+            /** Alive */
+            alive: number;
+            /** Configured */
+            configured: number;
         };
     };
     responses: never;
@@ -2927,7 +2938,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database cannot be reached */
+            /** @description the database cannot be reached, or no worker is alive */
             503: {
                 headers: {
                     [name: string]: unknown;
