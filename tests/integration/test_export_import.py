@@ -17,7 +17,8 @@ from memory_engine.cli import main as cli_main
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.evaluation import locomo
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
-from memory_engine.services.export_import import export_memory, import_memory
+from memory_engine.services.export_import import export_memory
+from memory_engine.services.memory_import import import_memory
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.conftest import KeyFactory, shared_data
 from tests.support.api_client import ApiClient
@@ -113,7 +114,7 @@ def test_vectors_of_another_model_are_never_kept(api: ApiClient, container: Cont
     acme = container.projects.get_or_create_project("acme").id
     lines = list(export_memory(container.lifecycle, container.embedder, acme, memory))
     other_model = OtherModel(container.embedder)
-    summary = import_memory(lines, project_id=acme, memories=container.memories, importer=container.importer,
+    summary = import_memory(lines, project_id=acme, importer=container.importer,
                             embedder=other_model)
     # every entry, entity and episode was embedded with the importing deployment's model
     assert summary.vectors_reused is False and summary.embedded == 2 + 3 + 1
@@ -121,7 +122,7 @@ def test_vectors_of_another_model_are_never_kept(api: ApiClient, container: Cont
     # and an export without vectors is re-embedded even by the same model
     bare = list(export_memory(container.lifecycle, container.embedder, acme, memory, vectors=False))
     assert all('"embedding"' not in line for line in bare)
-    again = import_memory(bare, project_id=acme, memories=container.memories, importer=container.importer,
+    again = import_memory(bare, project_id=acme, importer=container.importer,
                           embedder=container.embedder)
     assert again.vectors_reused is False and again.embedded == 6
 
@@ -160,7 +161,7 @@ def test_locomo_round_trip_keeps_every_top_10(container: Container) -> None:
     # When it is exported and imported into a fresh project
     target = container.projects.get_or_create_project("locomo-target").id
     summary = import_memory(export_memory(container.lifecycle, container.embedder, source, memory_id),
-                            project_id=target, memories=container.memories, importer=container.importer,
+                            project_id=target, importer=container.importer,
                             embedder=container.embedder)
     # Then every question's top-10 is the same facts in the same order
     after = _top10(container, target, summary.memory.id, questions)
