@@ -172,19 +172,22 @@ def test_an_unsupported_method_is_405_with_allow(admin: ApiClient, method: str, 
     assert admin.request(method, "/v1/no-such-thing").status == 404
 
 
-@pytest.mark.parametrize(("path", "body"), [
-    ("/v1/documents", {"path": "/b.txt", "content": "x", "chunk_strategy": "size", "chunk_overlap": True}),
-    ("/v1/documents", {"path": "/b.txt", "content": "x", "chunk_strategy": "size", "chunk_size": 100.0}),
-    ("/v1/documents/uploads", {"path": "/b.pdf", "chunk_overlap": False}),
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v1/documents", {"path": "/b.txt", "content": "x", "chunk_strategy": "size", "chunk_overlap": True},
+     "chunk_overlap"),
+    ("/v1/documents", {"path": "/b.txt", "content": "x", "chunk_strategy": "size", "chunk_size": 100.0}, "chunk_size"),
+    ("/v1/documents/uploads", {"path": "/b.pdf", "chunk_overlap": False}, "chunk_overlap"),
     ("/v1/ingestion-rules", {"content_type_glob": "x/y", "converter": {"type": "http", "url": "http://c.test"},
-                             "chunk_size": True}),
-    ("/v1/memories", {"name": "ttl", "default_ttl": True}),
-    ("/v1/knowledge/search", {"query": "q", "limit": True}),
-    ("/v1/memory-entries", {"memory_id": "mem_x", "content": "c", "confidence": True}),
+                             "chunk_overlap": True}, "chunk_overlap"),
+    ("/v1/memories", {"name": "ttl", "default_ttl": True}, "default_ttl"),
+    ("/v1/knowledge/search", {"query": "q", "limit": True}, "limit"),
+    ("/v1/memory-entries", {"memory_id": "mem_x", "content": "c", "confidence": True}, "confidence"),
 ])
-def test_a_boolean_is_not_a_number(admin: ApiClient, path: str, body: dict[str, Any]) -> None:
+def test_a_boolean_is_not_a_number(admin: ApiClient, path: str, body: dict[str, Any], field: str) -> None:
+    # each value is in range once read as a number (true is 1, 100.0 is 100): only strictness refuses it
     r = admin.post(path, body)
     assert r.status == 422, (r.status, r.json)
+    assert [d.get("field", "").rsplit(".", 1)[-1] for d in r.json["error"]["details"]] == [field], r.json
 
 
 def test_a_write_with_a_past_expiry_answers_what_get_shows(admin: ApiClient) -> None:
