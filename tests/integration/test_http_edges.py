@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,8 +19,11 @@ from memory_engine.domain.validation import MAX_BODY_DEPTH, JsonTooDeep, loads_j
 from memory_engine.errors import InvalidInput
 from memory_engine.http.health import committed_openapi_document
 from memory_engine.local.container import LocalContainer
+from memory_engine.local.pipeline import PipelineResult
 from memory_engine.services.memory_import import import_memory
 from tests.support.api_client import ApiClient
+from tests.support.converter import converter_service
+from tests.support.ingestion import fast_runner, object_created_event
 
 #: The hostile depths of the issue: a flat run of brackets, and valid JSON 900 levels deep.
 BRACKETS = "[" * 100_000
@@ -200,3 +204,33 @@ def test_a_write_with_a_past_expiry_answers_what_get_shows(admin: ApiClient) -> 
         read = admin.get(f"/v1/memory-entries/{entry['id']}").json
         assert entry["invalidated_at"] is not None and entry["invalidation_reason"] == "expired"
         assert (entry["invalidated_at"], entry["invalidation_reason"]) == (read["invalidated_at"], read["invalidation_reason"])
+
+
+def test_a_deep_callback_body_fails_the_document_with_the_reason(container: LocalContainer, admin: ApiClient) -> None:
+    # Given a document waiting for a deferred converter's pages
+    project = container.projects.get_or_create_project("edges").id
+    with converter_service() as converter:
+        rule = admin.post("/v1/ingestion-rules", {"content_type_glob": "image/x-deep",
+                                                  "converter": {"type": "http", "url": converter.url("/pending")}})
+        assert rule.status == 201, rule.json
+        try:
+            key = f"projects/{project}/scans/deep.img"
+            container.blob_store.put(key, b"\x89 deep scan", content_type="image/x-deep")
+            outcome: list[PipelineResult] = []
+            runner = fast_runner(container)
+            thread = threading.Thread(target=lambda: outcome.append(
+                runner.run(object_created_event(container.blob_store.bucket, key, 11))))
+            thread.start()
+            body = converter.wait_for_request(1)["body"]
+            callback = "/" + body["callback_url"].split("://", 1)[1].split("/", 1)[1]
+            # When the converter posts pages nested 100,000 levels deep to its callback URL
+            r = ApiClient(None).request("POST", callback, body=BRACKETS.encode(),
+                                        headers={"content-type": "application/json"})
+            thread.join(30)
+        finally:
+            admin.delete(f"/v1/ingestion-rules/{rule.json['id']}")
+    # Then the answer is a 4xx saying why, and the document ends failed with that reason (not processing)
+    assert r.status == 422 and f"deeper than {MAX_BODY_DEPTH} levels" in r.json["error"]["message"], r.json
+    assert outcome and outcome[0].status == "failed", outcome
+    doc = container.documents.find_by_path(project, "/scans/deep.img")
+    assert doc is not None and doc.status.value == "failed" and f"deeper than {MAX_BODY_DEPTH}" in (doc.error or "")
