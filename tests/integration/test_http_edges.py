@@ -201,7 +201,9 @@ def test_a_write_with_a_past_expiry_answers_what_get_shows(admin: ApiClient) -> 
     written = admin.post("/v1/memory-entries", {"memory_id": memory, "content": "gone already", "expires_at": past,
                                                  "entities": [{"name": "Ann"}]}).json
     plain = admin.post("/v1/memory-entries", {"memory_id": memory, "content": "no entities, gone", "expires_at": past}).json
-    for entry in (written, plain):
+    batch = admin.post("/v1/memory-entries/batch", {"entries": [
+        {"memory_id": memory, "content": "batched and gone", "expires_at": past}]}).json["results"][0]["entry"]
+    for entry in (written, plain, batch):
         read = admin.get(f"/v1/memory-entries/{entry['id']}").json
         assert entry["invalidated_at"] is not None and entry["invalidation_reason"] == "expired"
         assert (entry["invalidated_at"], entry["invalidation_reason"]) == (read["invalidated_at"], read["invalidation_reason"])
