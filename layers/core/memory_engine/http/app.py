@@ -205,7 +205,8 @@ def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
     def _not_found(error: NotFoundError) -> Response[Any]:
         event = app.current_event
         allowed = allowed_methods(event.path)
-        if allowed and event.http_method.upper() not in allowed:  # the path exists, not with this method (TRACE, PATCH, ...): 405 naming the ones it has
+        # the path exists, not with this method (TRACE, PATCH, ...): 405 naming the ones it has
+        if allowed and event.http_method.upper() not in allowed:
             response = error_response(MethodNotAllowed(
                 f"{event.http_method} is not allowed on {event.path}; use {', '.join(allowed)}",
                 details={"allow": list(allowed)}))
