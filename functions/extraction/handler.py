@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.events import TurnCompletedEvent
+from memory_engine.domain.validation import JsonTooDeep, loads_json
 from memory_engine.errors import InvalidInput, NotFound
 from memory_engine.ports.events import DeadLetter
 from memory_engine.services.extract_turn import InvalidEvent, consume_turn_event
@@ -58,9 +59,13 @@ DEADLINE_MARGIN_SECONDS = 2.0
 @tracer.capture_method(capture_response=False)
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
     try:
-        event = TurnCompletedEvent.model_validate_json(record.body)
+        event = TurnCompletedEvent.model_validate(loads_json(record.body))
     except ValidationError as error:
         _reject(record, _validation_reason(error))
+        return
+    except ValueError as error:  # not JSON, or nested deeper than the one depth rule (JsonTooDeep)
+        _reject(record, f"invalid turn.completed event: the body {error}" if isinstance(error, JsonTooDeep)
+                else "invalid turn.completed event: the body is not JSON")
         return
     try:
         result = consume_turn_event(event, get_container().extraction, deadline=_deadline(lambda_context))

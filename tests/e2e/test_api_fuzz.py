@@ -4,7 +4,8 @@ engine (embedded PostgreSQL, the offline model, the HTTP gateway), authenticated
 Each generated request (valid and invalid bodies, query strings and path parameters; about half of
 the path parameters are swapped for ids that exist, so the routes get past their 404) must answer
 no 5xx, a documented status code, a JSON content type and a body that matches the documented schema
-for that status (errors included: the SPEC's ``{"error": {...}}``).
+for that status (errors included: the SPEC's ``{"error": {...}}``); every schemathesis check runs
+(``CHECKS``): a request the document forbids is refused, one it allows is accepted.
 
 Bounded in `make test` (``FUZZ_EXAMPLES`` per operation, default 20, derandomized); `make fuzz`
 runs many more. Failures of all operations are collected and reported together.
@@ -22,7 +23,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.core import NOT_SET
+from schemathesis.core.parameters import ParameterLocation
 
+from memory_engine.http.openapi import RULES_BEYOND_THE_SCHEMA
 from tests.support.engine import RunningEngine, running_engine
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "20"))
@@ -59,12 +62,15 @@ def _hostile(ids: dict[str, list[str]]) -> list[tuple[str, str, dict[str, Any], 
     ]
 
 
-CHECKS = [
-    schemathesis.checks.not_a_server_error,
-    schemathesis.checks.status_code_conformance,
-    schemathesis.checks.content_type_conformance,
-    schemathesis.checks.response_schema_conformance,
-]
+schemathesis.checks.load_all_checks()
+#: Every built-in check of schemathesis, not only "no 5xx": status codes, content types, headers and
+#: bodies as documented, schema-violating requests refused, unsupported methods 405 with ``Allow``,
+#: authentication not ignored, resources gone after a DELETE, ... (issue 34 defect 11). Left out:
+#: ``max_response_time`` (a timing number, not a property: bench/ measures those) and, for the
+#: operations with rules JSON Schema cannot state (``RULES_BEYOND_THE_SCHEMA``, listed in each
+#: one's description), ``positive_data_acceptance``: every other operation must accept every request
+#: the document allows.
+CHECKS = [c for c in schemathesis.checks.CHECKS.get_all() if c is not schemathesis.checks.positive_data_acceptance]
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +111,10 @@ def test_every_operation_answers_as_documented(engine: RunningEngine) -> None:
     failures: dict[str, str] = {}
 
     # When each operation is driven with generated valid and invalid requests
+    assert set(RULES_BEYOND_THE_SCHEMA) <= {operation.label for operation in operations}
     for operation in operations:
+        checks = CHECKS if operation.label in RULES_BEYOND_THE_SCHEMA else [
+            *CHECKS, schemathesis.checks.positive_data_acceptance]
         strategy = st.one_of(
             operation.as_strategy(generation_mode=GenerationMode.POSITIVE),
             operation.as_strategy(generation_mode=GenerationMode.NEGATIVE),
@@ -115,10 +124,15 @@ def test_every_operation_answers_as_documented(engine: RunningEngine) -> None:
         @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         def drive(case: Any, data: Any) -> None:
-            for name in list(case.path_parameters or {}):
+            # a path made invalid on purpose stays so (a real id there would make the request valid)
+            negative_path = case.meta is not None and case.meta.is_negative_at(ParameterLocation.PATH)
+            for name in [] if negative_path else list(case.path_parameters or {}):
                 if name in ids and data.draw(st.booleans(), label=f"real {name}"):
                     case.path_parameters[name] = data.draw(st.sampled_from(ids[name]))
-            case.call_and_validate(base_url=engine.base_url, headers=headers, checks=CHECKS, timeout=60)
+            # a case whose headers are invalid on purpose (e.g. no Authorization) is sent as generated
+            negative_headers = case.meta is not None and case.meta.is_negative_at(ParameterLocation.HEADER)
+            case.call_and_validate(base_url=engine.base_url, headers=None if negative_headers else headers,
+                                   checks=checks, timeout=60)
 
         try:
             drive()

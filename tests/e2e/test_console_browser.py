@@ -420,3 +420,22 @@ def test_a_revoked_or_foreign_session_cannot_reach_data(browser: WebDriver, engi
     assert key_b not in browser.current_url
     assert browser.execute_script("return localStorage.length") == 0
     browser.find_element(By.ID, "sign-out").click()
+
+
+def test_a_memory_without_a_description_shows_no_null(browser: WebDriver, engine: RunningEngine) -> None:
+    # Given a memory created without a description (the API answers `"description": null`)
+    key = engine.key("console-nodesc", "read,write")
+    status, memory = engine.call("POST", "/v1/memories", key, {"name": "Undescribed"})
+    assert status == 201 and memory["description"] is None
+    browser.get(engine.base_url + "/console/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(engine.base_url + "/console/")
+    wait_for(browser, "#api-key").send_keys(key + Keys.ENTER)
+    wait_for(browser, "nav a[aria-current=page]")
+    # When its page is opened
+    browser.execute_script("location.hash = arguments[0]", f"#/memories/{memory['id']}")
+    wait_for(browser, "#view h2", text="Undescribed")
+    # Then no "null" appears anywhere on the page, and the header says so, muted
+    assert "null" not in browser.find_element(By.ID, "view").text
+    assert wait_for(browser, "#view p.muted", text="No description").text == "No description"
+    browser.find_element(By.ID, "sign-out").click()

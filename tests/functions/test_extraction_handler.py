@@ -190,19 +190,22 @@ def test_invalid_events_are_rejected_to_the_dlq_with_the_reason_and_never_retrie
     no_memory = turn_event(project_id=project_id, memory_id=memory_id)
     del no_memory["detail"]["memory_id"]
     foreign = turn_event(project_id=other_project, memory_id=memory_id)
-    bodies = ["this is not json", json.dumps(no_memory), json.dumps(foreign)]
+    # and one nested 100 levels deep (JSON pydantic would still parse: the one depth rule refuses it first)
+    deep = json.dumps(turn_event(project_id=project_id, memory_id=memory_id))[:-1] + ', "x": ' + "[" * 100 + "]" * 100 + "}"
+    bodies = ["this is not json", json.dumps(no_memory), json.dumps(foreign), deep]
     for body in bodies:
         aws["sqs"].send_message(QueueUrl=aws["queue_url"], MessageBody=body)
     # When the consumer polls
     received, failed = _poll_once(aws)
     # Then none is reported as failed (no retry) and each is on the DLQ with why
-    assert (received, failed) == (3, [])
+    assert (received, failed) == (4, [])
     assert _receive(aws["sqs"], aws["queue_url"]) == []
     dead = {m["Body"]: m["MessageAttributes"]["reason"]["StringValue"] for m in _receive(aws["sqs"], aws["dlq_url"])}
     assert set(dead) == set(bodies)
     assert dead["this is not json"].startswith("invalid turn.completed event")
     assert "detail.memory_id: Field required" in dead[json.dumps(no_memory)]
     assert "not found" in dead[json.dumps(foreign)]
+    assert dead[deep] == "invalid turn.completed event: the body nests deeper than 64 levels"
     assert chat.calls == [] and container.episodes.get_by_event(other_project, foreign["id"]) is None
 
 

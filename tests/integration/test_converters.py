@@ -137,6 +137,34 @@ def test_download_url_delivery_hands_a_signed_expiring_link(
     assert outcome and outcome[0].status == "succeeded", outcome
 
 
+def test_a_download_url_serves_a_binary_file_byte_for_byte(
+        container: LocalContainer, admin: ApiClient, converter: ConverterService, project_id: str) -> None:
+    # Given a rule delivering images as a download URL, and an "image" holding every byte value
+    _rule(admin, "image/png", converter.url("/pending"), file_delivery="download_url")
+    data = bytes(range(256)) * 64
+    key = f"projects/{project_id}/scans/page 1;\"x\".png"
+    container.blob_store.put(key, data, content_type="image/png")
+    from tests.support.ingestion import object_created_event
+
+    runner = fast_runner(container)
+    thread = threading.Thread(target=lambda: runner.run(object_created_event(container.blob_store.bucket, key, len(data))))
+    count = len(converter.requests) + 1
+    thread.start()
+    body = converter.wait_for_request(count)["body"]
+    # When the converter GETs the URL it received
+    path = "/" + body["file"].split("://", 1)[1].split("/", 1)[1]
+    got = ApiClient(None).get(path)
+    # Then it gets the exact bytes with their content type, never sniffed or rendered
+    assert got.status == 200, got.body[:200]
+    assert got.body == data and got.headers["Content-Type"] == "image/png"
+    assert got.headers["X-Content-Type-Options"] == "nosniff"
+    assert got.headers["Content-Disposition"] == (
+        "attachment; filename=\"page_1__x_.png\"; filename*=UTF-8''page%201%3B%22x%22.png")
+    callback = "/" + body["callback_url"].split("://", 1)[1].split("/", 1)[1]
+    assert ApiClient(None).post(callback, {"pages": [{"page": 1, "text": "scanned words"}]}).status == 200
+    thread.join(30)
+
+
 def test_a_deferred_converter_delivers_through_the_signed_callback_once(
         container: LocalContainer, admin: ApiClient, reader: ApiClient, converter: ConverterService,
         project_id: str) -> None:

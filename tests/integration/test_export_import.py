@@ -11,13 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
+from memory_engine.adapters.postgres.imports import PostgresImporter
 from memory_engine.bootstrap import Container
 from memory_engine.cli import main as cli_main
 from memory_engine.domain.search_models import SearchRequest
+from memory_engine.errors import DatabaseError, InvalidInput
 from memory_engine.evaluation import locomo
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
-from memory_engine.services.export_import import export_memory, import_memory
+from memory_engine.services import memory_import
+from memory_engine.services.export_import import export_memory
+from memory_engine.services.memory_import import import_memory
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.conftest import KeyFactory, shared_data
 from tests.support.api_client import ApiClient
@@ -113,7 +118,7 @@ def test_vectors_of_another_model_are_never_kept(api: ApiClient, container: Cont
     acme = container.projects.get_or_create_project("acme").id
     lines = list(export_memory(container.lifecycle, container.embedder, acme, memory))
     other_model = OtherModel(container.embedder)
-    summary = import_memory(lines, project_id=acme, memories=container.memories, importer=container.importer,
+    summary = import_memory(lines, project_id=acme, importer=container.importer,
                             embedder=other_model)
     # every entry, entity and episode was embedded with the importing deployment's model
     assert summary.vectors_reused is False and summary.embedded == 2 + 3 + 1
@@ -121,7 +126,7 @@ def test_vectors_of_another_model_are_never_kept(api: ApiClient, container: Cont
     # and an export without vectors is re-embedded even by the same model
     bare = list(export_memory(container.lifecycle, container.embedder, acme, memory, vectors=False))
     assert all('"embedding"' not in line for line in bare)
-    again = import_memory(bare, project_id=acme, memories=container.memories, importer=container.importer,
+    again = import_memory(bare, project_id=acme, importer=container.importer,
                           embedder=container.embedder)
     assert again.vectors_reused is False and again.embedded == 6
 
@@ -160,7 +165,7 @@ def test_locomo_round_trip_keeps_every_top_10(container: Container) -> None:
     # When it is exported and imported into a fresh project
     target = container.projects.get_or_create_project("locomo-target").id
     summary = import_memory(export_memory(container.lifecycle, container.embedder, source, memory_id),
-                            project_id=target, memories=container.memories, importer=container.importer,
+                            project_id=target, importer=container.importer,
                             embedder=container.embedder)
     # Then every question's top-10 is the same facts in the same order
     after = _top10(container, target, summary.memory.id, questions)
@@ -175,3 +180,107 @@ def _top10(container: Container, project_id: str, memory_id: str, questions: lis
                                     request=SearchRequest(query=question, memory_ids=[memory_id], limit=10))
         out.append([r.id for r in response.results])
     return out
+
+
+# --- issue 34 defect 5: an import is all or nothing, or marked partial and replaced on retry ---------
+def _export_lines(entries: int, *, exported_id: str = "mem_src") -> list[str]:
+    lines = [json.dumps({"type": "header", "format": "memory-engine.memory", "version": 1, "vectors": False}),
+             json.dumps({"type": "memory", "id": exported_id, "name": "bulk"})]
+    lines += [json.dumps({"type": "entry", "id": f"ent_{i}", "content": f"Bulk fact number {i} about fjords.",
+                          "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"})
+              for i in range(entries)]
+    return lines
+
+
+def _imported(container: Container, project_id: str, exported_id: str) -> list[tuple[str, Any, int]]:
+    """(memory id, import_status, entries) of every memory imported from ``exported_id``."""
+    with psycopg.connect(container.settings.database_url or "") as conn:
+        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
+            "SELECT m.id, m.metadata->>'import_status', (SELECT count(*) FROM memory_entries e WHERE e.memory_id = m.id)"
+            " FROM memories m WHERE m.project_id = %s AND m.metadata->'imported_from'->>'id' = %s ORDER BY m.created_at",
+            (project_id, exported_id)).fetchall()]
+
+
+class CrashingImporter(PostgresImporter):
+    """The real importer that fails on its ``crash_at``-th chunk of entries (a process dying mid-import)."""
+
+    def __init__(self, database: Any, crash_at: int) -> None:
+        super().__init__(database)
+        self.calls, self.crash_at = 0, crash_at
+
+    def insert_entries(self, project_id: str, memory_id: str, entries: Any) -> None:
+        self.calls += 1
+        if self.calls == self.crash_at:
+            raise DatabaseError("the database went away")
+        super().insert_entries(project_id, memory_id, entries)
+
+
+@pytest.mark.parametrize("bad", [
+    '{"type":"entry","id":"x","content":"c","created_at":"2024-01-01T00:00:00Z","updated_at":"2024-01-01T00:00:00Z",'
+    '"embedding":[NaN]}',
+    '{"type":"entry","id":"x","content":"c","created_at":"2024-01-01T00:00:00Z","updated_at":"2024-01-01T00:00:00Z",'
+    '"embedding":[Infinity, 1]}',
+    "[" * 100_000,
+    '{"type":"entry"}',
+], ids=["nan-vector", "inf-vector", "too-deep", "invalid-record"])
+def test_a_bad_line_leaves_nothing_behind(container: Container, bad: str) -> None:
+    # Given an import whose line 7 is bad, after five good ones
+    project = container.projects.get_or_create_project("import-atomic").id
+    lines = [*_export_lines(5, exported_id="mem_bad"), bad]
+    # When it is imported, Then it is 422 naming the line, and no memory (empty or not) is left
+    with pytest.raises(InvalidInput, match="line 8"):
+        import_memory(lines, project_id=project, importer=container.importer, embedder=container.embedder)
+    assert _imported(container, project, "mem_bad") == []
+
+
+def test_an_import_failing_midway_leaves_nothing_and_a_retry_makes_one_copy(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an import of 12 entries written 5 per chunk, whose writer dies on the second chunk
+    monkeypatch.setattr(memory_import, "IMPORT_CHUNK", 5)
+    project = container.projects.get_or_create_project("import-atomic").id
+    lines = _export_lines(12, exported_id="mem_once")
+    with pytest.raises(DatabaseError):
+        import_memory(lines, project_id=project, importer=CrashingImporter(container.database, crash_at=2),
+                      embedder=container.embedder)
+    # Then nothing of it is stored (one transaction)
+    assert _imported(container, project, "mem_once") == []
+    # And a retry stores it once, complete
+    summary = import_memory(lines, project_id=project, importer=container.importer, embedder=container.embedder)
+    assert _imported(container, project, "mem_once") == [(summary.memory.id, None, 12)]
+
+
+def test_a_large_import_is_marked_partial_until_done_and_a_retry_replaces_it(
+        container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given an import larger than one transaction (12 rows over a limit of 10), written 5 per chunk
+    monkeypatch.setattr(memory_import, "IMPORT_CHUNK", 5)
+    project = container.projects.get_or_create_project("import-atomic").id
+    lines = _export_lines(12, exported_id="mem_big")
+    # When the process dies on the third chunk (after 10 entries are stored)
+    with pytest.raises(DatabaseError) as crashed:
+        import_memory(lines, project_id=project, importer=CrashingImporter(container.database, crash_at=3),
+                      embedder=container.embedder, transaction_rows=10)
+    # Then the memory it left says it is partial, and the error names it
+    [(partial_id, status, stored)] = _imported(container, project, "mem_big")
+    assert (status, stored) == ("partial", 10)
+    assert partial_id in crashed.value.message and crashed.value.details["memory_id"] == partial_id
+    # And a bad line later in the file names the partial memory too
+    with pytest.raises(InvalidInput) as bad:
+        import_memory([*lines, '{"type":"entry"}'], project_id=project, importer=container.importer,
+                      embedder=container.embedder, transaction_rows=10)
+    [(second_id, status, _)] = _imported(container, project, "mem_big")  # the first partial copy was replaced
+    assert status == "partial" and second_id != partial_id and second_id in bad.value.message
+    # When the same import runs again to the end
+    summary = import_memory(lines, project_id=project, importer=container.importer, embedder=container.embedder,
+                            transaction_rows=10)
+    # Then it replaced the partial copy: one memory, complete, every entry once
+    assert _imported(container, project, "mem_big") == [(summary.memory.id, None, 12)]
+    assert summary.entries == 12 and "import_status" not in (summary.memory.metadata or {})
+
+
+def test_a_rejected_http_import_leaves_no_empty_memory(api: ApiClient) -> None:
+    before = {m["id"] for m in api.get("/v1/memories", params={"limit": 100}).json["data"]}
+    body = "\n".join([*_export_lines(2, exported_id="mem_http"), '{"type":"entry","id":"x","content":"c",'
+                      '"created_at":"2024-01-01T00:00:00Z","updated_at":"2024-01-01T00:00:00Z","embedding":[NaN]}'])
+    r = api.request("POST", "/v1/memories/import", body=body.encode(), headers={"content-type": "application/x-ndjson"})
+    assert r.status == 422 and "line 5" in r.json["error"]["message"], r.json
+    assert {m["id"] for m in api.get("/v1/memories", params={"limit": 100}).json["data"]} == before

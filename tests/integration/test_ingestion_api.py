@@ -184,3 +184,42 @@ def test_batch_envelope_is_validated(api: ApiClient, body: object) -> None:
 
 def _doc(api: ApiClient, doc_id: str) -> dict:  # type: ignore[type-arg]
     return api.get(f"/v1/documents/{doc_id}").json  # type: ignore[no-any-return]
+
+
+def test_a_deleted_upload_does_not_come_back_after_a_restart(api: ApiClient, container: Container) -> None:
+    # Given a document that came in through an upload URL (its bytes left in drop/<project>/<path>)
+    upload = api.post("/v1/documents/uploads", {"path": "/up/deleted.md"}).json
+    put = ApiClient(None).request("PUT", urlsplit(upload["upload_url"]).path, body=b"# Gone\n\nforget me",
+                                  headers=upload["headers"])
+    assert put.status == 200, put.json
+    dropped = container.settings.drop_dir / "acme" / "up" / "deleted.md"
+    watcher = DropFolderWatcher(container, container.settings.drop_dir, stable_seconds=1.0)
+    watcher.scan(now=200.0)
+    runs = watcher.scan(now=201.5)
+    assert len(runs) == 1 and container.pipeline_starter.result(runs[0], timeout=60).status == "succeeded"
+    doc = api.get("/v1/documents", params={"path_prefix": "/up/deleted"}).json["data"][0]
+    # When it is deleted
+    assert api.delete(f"/v1/documents/{doc['id']}").status == 204
+    # Then every copy is gone, the drop folder's too
+    assert not dropped.exists()
+    # And after a restart (a new watcher, nothing remembered) nothing is ingested again
+    restarted = DropFolderWatcher(container, container.settings.drop_dir, stable_seconds=1.0)
+    assert restarted.scan(now=300.0) == [] and restarted.scan(now=301.5) == []
+    assert api.get("/v1/documents", params={"path_prefix": "/up/deleted"}).json["data"] == []
+    assert api.get(f"/v1/documents/{doc['id']}").status == 404
+
+
+def test_deleting_a_document_keeps_a_newer_file_at_its_path(api: ApiClient, container: Container) -> None:
+    # Given a dropped file's document, and the file changed since (a new version not yet ingested)
+    upload = api.post("/v1/documents/uploads", {"path": "/up/changed.md"}).json
+    ApiClient(None).request("PUT", urlsplit(upload["upload_url"]).path, body=b"first version", headers=upload["headers"])
+    watcher = DropFolderWatcher(container, container.settings.drop_dir, stable_seconds=1.0)
+    watcher.scan(now=400.0)
+    runs = watcher.scan(now=401.5)
+    assert len(runs) == 1 and container.pipeline_starter.result(runs[0], timeout=60).status == "succeeded"
+    dropped = container.settings.drop_dir / "acme" / "up" / "changed.md"
+    dropped.write_text("second version")
+    doc = api.get("/v1/documents", params={"path_prefix": "/up/changed"}).json["data"][0]
+    # When the document is deleted, Then the newer file stays (it is the user's, not the engine's copy)
+    assert api.delete(f"/v1/documents/{doc['id']}").status == 204
+    assert dropped.read_text() == "second version"

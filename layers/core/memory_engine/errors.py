@@ -63,6 +63,16 @@ class PayloadTooLarge(MemoryEngineError, status=413, code="payload_too_large"):
     """A body, a field or metadata over its documented limit (docs/limits.md)."""
 
 
+class UnsupportedMediaType(MemoryEngineError, status=415, code="unsupported_media_type"):
+    """A body labelled with a content type the route does not read (a JSON route given
+    ``text/plain`` or ``application/xml``): send ``application/json``."""
+
+
+class MethodNotAllowed(MemoryEngineError, status=405, code="method_not_allowed"):
+    """A method the path does not answer (``TRACE``, ``PATCH``, ...); the ``Allow`` header lists the
+    ones it does."""
+
+
 # --- what the engine depends on, and its own configuration: 5xx ---
 
 

@@ -246,3 +246,11 @@ def test_the_sample_events_in_the_docs_are_valid() -> None:
     assert samples, "docs/events/*.json sample events are missing"
     for path in samples:
         TurnCompletedEvent.model_validate(json.loads(path.read_text()))
+
+
+def test_a_deep_answer_is_unreadable_never_a_recursion_error() -> None:
+    # issue 34 defect 9: the model's answer goes through the one JSON depth rule too
+    deep = "[" * 100_000 + "]" * 100_000
+    parsed = parse_facts(f'[{deep}, {{"content": "Ann lives in Oslo."}}]')
+    assert [f.content for f in parsed.facts] == ["Ann lives in Oslo."] and parsed.malformed == 1
+    assert parse_facts("[" * 100_000).facts == []

@@ -42,14 +42,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from memory_engine.cli._common import local_container
-    from memory_engine.services.export_import import import_memory
+    from memory_engine.services.memory_import import import_memory
 
     with local_container() as container:
         project = container.projects.get_or_create_project(args.project)
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         try:
-            summary = import_memory(source, project_id=project.id, memories=container.memories,
-                                    importer=container.importer, embedder=container.embedder)
+            summary = import_memory(source, project_id=project.id, importer=container.importer,
+                                    embedder=container.embedder)
         finally:
             if source is not sys.stdin:
                 source.close()

@@ -334,7 +334,10 @@ async function memoryDetail(view, memoryId) {
 
   view.append(
     h("p", {}, h("a", { href: "#/memories" }, "← All memories")),
-    h("h2", {}, memory.name), memory.description ? h("p", {}, memory.description) : null,
+    // a memory without a description gets a muted note: never `null` (Element.append, unlike h(),
+    // would render a null argument as the text "null")
+    h("h2", {}, memory.name),
+    memory.description ? h("p", {}, memory.description) : h("p", { class: "muted no-description" }, "No description"),
     chips(memory.tags, "chip tag"),
     h("p", { class: "muted" }, "Id ", h("code", {}, memory.id), " · created ", when(memory.created_at)),
     h("div", { class: "split" },

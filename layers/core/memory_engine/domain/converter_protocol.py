@@ -30,6 +30,7 @@ from memory_engine.domain.chunking import normalize_text
 from memory_engine.domain.documents import MAX_PAGES, MAX_TEXT_CHARS, Page
 from memory_engine.domain.ingestion_errors import ConverterFailed
 from memory_engine.domain.upload_tokens import _b64, _unb64
+from memory_engine.domain.validation import JsonTooDeep, loads_json
 
 #: A converter's answer (synchronous or through the callback) larger than this is refused.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
@@ -85,7 +86,9 @@ def parse_answer_bytes(raw: bytes, *, source: str) -> list[Page] | Pending:
         raise ConverterFailed(f"the answer of {source} is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MB; "
                               "answer less text, or split the file")
     try:
-        body = json.loads(raw)
+        body = loads_json(raw)
+    except JsonTooDeep as exc:
+        raise ConverterFailed(f"{source} answered JSON that {exc}; fix the converter") from exc
     except ValueError as exc:
         raise ConverterFailed(f"{source} did not answer JSON ({len(raw)} bytes that do not parse); "
                               "fix the converter") from exc

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_engine.domain.validation import loads_json, storable_datetime, storable_text
 from memory_engine.errors import InvalidInput
 
 DEFAULT_LIMIT = 20
@@ -38,19 +39,20 @@ def encode_cursor(created_at: datetime, id: str) -> str:
 
 
 def decode_cursor(value: str | None) -> Cursor | None:
-    """``None`` for no cursor; raises InvalidInput (422) for one this API did not issue."""
+    """``None`` for no cursor; raises InvalidInput (422) for one this API did not issue: it is input
+    like any other (a forged one must not reach SQL with a value PostgreSQL cannot hold)."""
     if value is None or value == "":
         return None
     try:
         raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-        created, row_id = json.loads(raw)
+        created, row_id = loads_json(raw)
         if not isinstance(created, str) or not isinstance(row_id, str):
             raise ValueError("bad cursor shape")
-        stamp = datetime.fromisoformat(created)
+        stamp = datetime.fromisoformat(storable_text(created))
         if stamp.tzinfo is None:
             raise ValueError("cursor timestamp has no zone")
-        return Cursor(stamp, row_id)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+        return Cursor(storable_datetime(stamp), storable_text(row_id))
+    except (ValueError, TypeError, binascii.Error) as exc:
         raise InvalidInput("invalid cursor; pass back the next_cursor of a previous page", details=[{"field": "cursor"}]) from exc
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memory_engine.domain.validation import (
+    Float,
     JsonObject,
     StoredJson,
     Text,
@@ -148,7 +149,7 @@ class NewEntry(ValidityWindow):
     predicate: ShortText | None = None
     object: ShortText | None = None
     entities: list[EntityRef] = Field(default_factory=list, max_length=MAX_ENTITIES)
-    confidence: float = Field(1.0, ge=0.0, le=1.0)
+    confidence: Float = Field(1.0, ge=0.0, le=1.0)
     source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
     #: What surrounds the fact in its source, e.g. the turn before it: indexed for keyword search
     #: at half weight and embedded with the fact, never returned as its content. When it is None

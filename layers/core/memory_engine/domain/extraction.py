@@ -8,7 +8,6 @@ can read (strings or objects) and drops the rest, then caps the list.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -17,7 +16,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from memory_engine.domain.events import TRANSCRIPT_ROLES, TurnMessage
-from memory_engine.domain.validation import json_structure
+from memory_engine.domain.validation import JsonTooDeep, json_structure, loads_json
 
 #: The fixed cap of candidate facts per turn (SOAT: "at most 20 per turn").
 MAX_FACTS = 20
@@ -157,10 +156,13 @@ def _top_level_items(inner: str) -> list[str]:
 
 
 def _loads(text: str) -> Any:
+    """The model's answer under the one JSON depth rule (too deep is a ValueError: unreadable)."""
     try:
-        return json.loads(text)
+        return loads_json(text)
+    except JsonTooDeep:
+        raise
     except ValueError:
-        return json.loads(_strip_trailing_commas(text))
+        return loads_json(_strip_trailing_commas(text))
 
 
 def _raw_items(text: str) -> tuple[list[Any], int, bool]:

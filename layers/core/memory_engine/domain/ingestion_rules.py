@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_engine.domain.documents import ChunkSettings, ChunkStrategy
+from memory_engine.domain.validation import Float, Int
 
 #: ``type/subtype`` with ``*`` and ``?`` wildcards (or ``*`` alone), lowercase, as content types are compared.
 _GLOB_PART = r"[a-z0-9!#$&^_.+\-*?]{1,100}"
@@ -85,7 +86,7 @@ class HttpConverter(BaseModel):
     type: Literal["http"]
     url: str = Field(max_length=MAX_URL_CHARS)
     headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = Field(DEFAULT_CONVERTER_TIMEOUT_S, gt=0, le=MAX_CONVERTER_TIMEOUT_S)
+    timeout_s: Float = Field(DEFAULT_CONVERTER_TIMEOUT_S, gt=0, le=MAX_CONVERTER_TIMEOUT_S)
 
     @field_validator("url")
     @classmethod
@@ -161,8 +162,8 @@ class RuleChunkFields(BaseModel):
     """The rule's chunk settings; each field left out falls back to the entry point's default."""
 
     chunk_strategy: ChunkStrategy | None = None
-    chunk_size: int | None = Field(None, ge=50, le=100_000)
-    chunk_overlap: int | None = Field(None, ge=0, le=99_999)
+    chunk_size: Int | None = Field(None, ge=50, le=100_000)
+    chunk_overlap: Int | None = Field(None, ge=0, le=99_999)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> RuleChunkFields:

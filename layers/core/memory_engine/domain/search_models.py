@@ -12,7 +12,7 @@ from memory_engine.domain.entities import anchor_name
 from memory_engine.domain.globs import glob_to_like, prefix_to_like
 from memory_engine.domain.query_text import DateMention
 from memory_engine.domain.search_config import Signal
-from memory_engine.domain.validation import StoredJson, Text, Timestamp
+from memory_engine.domain.validation import Float, Int, StoredJson, Text, Timestamp
 from memory_engine.domain.vectors import Vector
 
 SourceType = Literal["memory", "document"]
@@ -36,14 +36,14 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: Text | None = Field(None, max_length=MAX_QUERY_CHARS)
-    query_embedding: list[float] | None = Field(None, min_length=1, max_length=16_000)
+    query_embedding: list[Float] | None = Field(None, min_length=1, max_length=16_000)
     memory_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     memory_tags: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     document_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     document_paths: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
-    limit: int = Field(10, ge=1, le=MAX_LIMIT)
-    min_score: float | None = None
-    min_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    limit: Int = Field(10, ge=1, le=MAX_LIMIT)
+    min_score: Float | None = None
+    min_confidence: Float = Field(0.5, ge=0.0, le=1.0)
     as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
     include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list)

@@ -20,13 +20,14 @@ row) is clipped so a read can never fail on it.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Strict, model_validator
 
 #: The deepest a ``metadata`` object may nest (the object itself is level 1); deeper is 422.
 MAX_JSON_DEPTH = 32
@@ -164,6 +165,27 @@ def json_text_too_deep(text: str, limit: int = MAX_BODY_DEPTH) -> bool:
     return False
 
 
+class JsonTooDeep(ValueError):
+    """A JSON document nesting deeper than :func:`loads_json` allows."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"nests deeper than {limit} levels")
+        self.limit = limit
+
+
+def loads_json(data: str | bytes, *, limit: int = MAX_BODY_DEPTH) -> Any:
+    """``json.loads`` under the one depth rule for every JSON the engine parses: request bodies
+    (base64-encoded and token routes too), import lines, converter answers and callback bodies,
+    events. Raises :class:`JsonTooDeep` (a ValueError) before parsing a document nested deeper than
+    ``limit`` (parsing one is what fails: ``RecursionError`` at ~1,000 levels), ``json.JSONDecodeError``
+    for text that is not JSON and ``UnicodeDecodeError`` for bytes that are not UTF-8 (both
+    ValueErrors too)."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    if json_text_too_deep(text, limit):
+        raise JsonTooDeep(limit)
+    return json.loads(text)
+
+
 def json_structure(text: str) -> Iterator[tuple[int, str]]:
     """``(position, character)`` of each bracket and comma of ``text`` outside its JSON strings
     (quotes and backslash escapes honoured), in order; linear, only those characters are visited."""
@@ -240,6 +262,11 @@ def project_name(name: str) -> str:
     return name
 
 
+#: An integer of a request body: a JSON ``true`` is not ``1`` (lax validation would read it so,
+#: and the schema says ``integer``), nor is ``2.0``.
+Int = Annotated[int, Strict()]
+#: A number of a request body: an integer or a float, never a boolean.
+Float = Annotated[float, Strict()]
 #: A string PostgreSQL can store.
 Text = Annotated[str, AfterValidator(storable_text)]
 #: A ``metadata`` object PostgreSQL can store and every later read can serialize.

@@ -6,6 +6,7 @@ malformed JSON all become the SPEC's ``{"error": {"code", "message", "details"}}
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -15,13 +16,22 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 
 from memory_engine import __version__
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.validation import MAX_BODY_DEPTH, json_text_too_deep, text_problem
-from memory_engine.errors import BadRequest, InvalidInput, MemoryEngineError, NotFound, http_status
+from memory_engine.errors import (
+    BadRequest,
+    InvalidInput,
+    MemoryEngineError,
+    MethodNotAllowed,
+    NotFound,
+    UnsupportedMediaType,
+    http_status,
+)
 from memory_engine.http.auth import current_principal
+from memory_engine.http.methods import allowed_methods
 from memory_engine.http.responses import dumps, error_response
 
 logger = logging.getLogger(__name__)
@@ -57,6 +67,7 @@ class EngineResolver(APIGatewayHttpResolver):
             try:
                 principal = get_container().authenticator.authenticate(headers.get("authorization"))
                 _check_request_values(event, path)
+                _check_body_depth(event, path)
             except MemoryEngineError as error:
                 return _error_result(error)
             token = current_principal.set(principal)
@@ -64,6 +75,10 @@ class EngineResolver(APIGatewayHttpResolver):
                 return super().resolve(event, context)
             finally:
                 current_principal.reset(token)
+        try:
+            _check_body_depth(event, path)
+        except MemoryEngineError as error:
+            return _error_result(error)
         return super().resolve(event, context)
 
 
@@ -78,9 +93,8 @@ def _error_result(error: MemoryEngineError) -> dict[str, Any]:
 
 
 def _check_request_values(event: Mapping[str, Any], path: str) -> None:
-    """Path and query values must be text PostgreSQL can hold, and a JSON body must not nest deeper
-    than ``MAX_BODY_DEPTH`` (parsing one a thousand levels deep is what fails): InvalidInput (422)
-    naming the part, before any route runs. Body fields get the same rules from their models."""
+    """Path and query values must be text PostgreSQL can hold: InvalidInput (422) naming the part,
+    before any route runs. Body fields get the same rules from their models."""
     problem = text_problem(unquote(path))
     if problem:
         raise InvalidInput(f"the request path {problem}", details=[{"field": "path", "message": problem}])
@@ -89,8 +103,29 @@ def _check_request_values(event: Mapping[str, Any], path: str) -> None:
         if problem:
             raise InvalidInput(f"query parameter {str(name)!r} {problem}",
                                details=[{"field": str(name), "message": problem}])
+
+
+#: Token routes whose body is not parsed here as JSON: an uploaded file is bytes, not JSON, and a
+#: converter callback is parsed (under the same depth rule, ``domain.validation.loads_json``) by its
+#: service, which then fails the waiting document with the reason instead of leaving it waiting.
+_BODY_NOT_JSON_PREFIXES = ("/v1/local-uploads/", "/v1/converter-callbacks/")
+
+
+def _check_body_depth(event: Mapping[str, Any], path: str) -> None:
+    """The one depth rule (``MAX_BODY_DEPTH``) for a body, before anything parses it: a text body,
+    and a base64-encoded one (API Gateway encodes a type it does not know as text, e.g. the import's
+    ``application/x-ndjson``) once decoded; the token routes too. InvalidInput (422)."""
+    if path.startswith(_BODY_NOT_JSON_PREFIXES):
+        return
     body = event.get("body")
-    if isinstance(body, str) and not event.get("isBase64Encoded") and json_text_too_deep(body):
+    if not isinstance(body, str) or not body:
+        return
+    if event.get("isBase64Encoded"):
+        try:
+            body = base64.b64decode(body).decode("utf-8")
+        except ValueError:
+            return  # not UTF-8 text, so no JSON: the route answers 400 when it reads it
+    if json_text_too_deep(body):
         raise InvalidInput(f"the request body nests deeper than {MAX_BODY_DEPTH} levels",
                            details=[{"field": "body", "limit": MAX_BODY_DEPTH}])
 
@@ -123,6 +158,16 @@ def _validation_error(error: RequestValidationError) -> Response[Any]:
     return error_response(_from_validation(error))
 
 
+def _unsupported_content_type(error: RequestUnsupportedContentType) -> Response[Any]:
+    # a JSON route given a body labelled text/plain, application/xml, ...: 415, never read as
+    # something else (a missing or form content type with a JSON-looking body is read as JSON,
+    # see _json_by_default; an explicit other type is the client saying it is not JSON)
+    given = next((str(e.get("msg", "")).rpartition(": ")[2] for e in error.errors()), "")[:100]
+    return error_response(UnsupportedMediaType(
+        f"the body's Content-Type {given!r} is not read by this route; send application/json",
+        details=[{"field": "content-type", "expected": "application/json"}]))
+
+
 def _bad_json(error: json.JSONDecodeError) -> Response[Any]:
     return error_response(BadRequest(f"request body is not valid JSON: {error.msg} at position {error.pos}"))
 
@@ -141,6 +186,7 @@ def _unexpected(error: Exception) -> Response[Any]:
 #: Every error a route can raise -> the SPEC's error response (Powertools picks the closest class).
 _ERROR_HANDLERS: tuple[tuple[type[Exception], Callable[[Any], Response[Any]]], ...] = (
     (MemoryEngineError, _engine_error),
+    (RequestUnsupportedContentType, _unsupported_content_type),
     (RequestValidationError, _validation_error),
     (json.JSONDecodeError, _bad_json),
     (UnicodeDecodeError, _not_utf8),
@@ -158,6 +204,14 @@ def build_resolver(routers: Iterable[Router]) -> APIGatewayHttpResolver:
     @app.not_found
     def _not_found(error: NotFoundError) -> Response[Any]:
         event = app.current_event
+        allowed = allowed_methods(event.path)
+        # the path exists, not with this method (TRACE, PATCH, ...): 405 naming the ones it has
+        if allowed and event.http_method.upper() not in allowed:
+            response = error_response(MethodNotAllowed(
+                f"{event.http_method} is not allowed on {event.path}; use {', '.join(allowed)}",
+                details={"allow": list(allowed)}))
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
         return error_response(NotFound(f"no route {event.http_method} {event.path}"))
 
     return app

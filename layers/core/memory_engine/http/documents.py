@@ -137,7 +137,8 @@ def status_(document_id: str) -> Response[Any]:
                responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404))
 def delete(document_id: str) -> Response[Any]:
     principal = require(Scope.WRITE)
-    delete_document(get_container().ingestion_ports, principal.project_id, document_id)
+    c = get_container()
+    delete_document(c.ingestion_ports, principal.project_id, document_id, inbox=c.upload_inbox)
     return no_content()
 
 

@@ -18,6 +18,7 @@ from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
 from memory_engine.domain.cursor import DEFAULT_LIMIT
 from memory_engine.domain.entries import MAX_CONTENT_CHARS, MAX_FIELD_CHARS, MemoryEntry, NewEntry
+from memory_engine.domain.validation import Float
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
 from memory_engine.http.auth import require
 from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
@@ -49,7 +50,7 @@ class EntryCreateRequest(NewEntry):
     """Body of ``POST /v1/memory-entries``: a NewEntry plus the per-request skip threshold and, with
     ``source_type: "agent"``, the agent context."""
 
-    duplicate_threshold: float = Field(DEFAULT_DUPLICATE_THRESHOLD, ge=0.0, le=1.0)
+    duplicate_threshold: Float = Field(DEFAULT_DUPLICATE_THRESHOLD, ge=0.0, le=1.0)
     agent: AgentInfo | None = None
 
     @model_validator(mode="after")

@@ -15,8 +15,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
 from memory_engine.domain.ingestion_rules import IngestionRule, IngestionRuleFields
+from memory_engine.errors import InvalidInput
 from memory_engine.http.auth import require
-from memory_engine.http.responses import json_response, no_content, page
+from memory_engine.http.responses import PageCursor, json_response, no_content, page
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, IngestionRulePage, documented
 from memory_engine.services.ingestion import rules
 
@@ -46,10 +47,13 @@ def create(body: Annotated[IngestionRuleFields, Body()]) -> Response[Any]:
 
 
 @router.get("/v1/ingestion-rules", summary="List ingestion rules",
-            description="The project's rules, oldest first (at most 100 per project, one page).",
-            responses=documented({200: (IngestionRulePage, "the rules")}, *AUTHENTICATED))
-def list_() -> Response[Any]:
+            description="The project's rules, oldest first (at most 100 per project, one page: `next_cursor` is "
+                        "always null, so any `cursor` is 422).",
+            responses=documented({200: (IngestionRulePage, "the rules")}, *AUTHENTICATED, 422))
+def list_(cursor: PageCursor = None) -> Response[Any]:
     principal = require(Scope.READ)
+    if cursor:
+        raise InvalidInput("invalid cursor: this list is one page and issues no cursor", details=[{"field": "cursor"}])
     return json_response(page(rules.list_rules(get_container().ingestion_rules, principal.project_id), None))
 
 

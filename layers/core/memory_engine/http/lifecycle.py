@@ -15,8 +15,9 @@ from memory_engine.errors import PayloadTooLarge
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, ImportResult, documented
-from memory_engine.services.export_import import export_memory, import_memory
+from memory_engine.services.export_import import export_memory
 from memory_engine.services.forget import ForgetRequest, ForgetResult, forget
+from memory_engine.services.memory_import import IMPORT_TRANSACTION_ROWS, import_memory
 
 router = Router()
 
@@ -82,7 +83,10 @@ def export_route(memory_id: str, vectors: Annotated[bool, Query()] = True) -> Re
         "with new ids; the exported ids are kept in `metadata.imported_from` of the memory and each entry; history, "
         "timestamps and provenance are kept. Vectors are used only when the export's model id and dimensions are "
         "this deployment's; otherwise, and for rows without one, this deployment's model embeds again (a project "
-        "never mixes two models' vectors). 201 with the counts; a bad line is 422 naming it."
+        f"never mixes two models' vectors). All or nothing: up to {IMPORT_TRANSACTION_ROWS} rows in one transaction; "
+        "a larger import marks its memory `metadata.import_status: \"partial\"` until the last line is stored, and "
+        "running it again replaces a partial copy. 201 with the counts; a bad line is 422 naming it (and, for a "
+        "larger import, the partial memory)."
     ),
     responses=documented({201: (ImportResult, "the new memory and what was imported")}, *AUTHENTICATED, *WITH_BODY),
     openapi_extensions={"requestBody": {"required": True, "content": {JSONL: {"schema": {"type": "string"}}}}},
@@ -92,6 +96,6 @@ def import_route() -> Response[Any]:
     # API Gateway base64-encodes a body whose type it does not know as text (x-ndjson may be one)
     body = router.current_event.decoded_body or ""
     c = get_container()
-    summary = import_memory(body.splitlines(), project_id=principal.project_id, memories=c.memories,
-                            importer=c.importer, embedder=c.embedder)
+    summary = import_memory(body.splitlines(), project_id=principal.project_id, importer=c.importer,
+                            embedder=c.embedder)
     return json_response(summary.counts(), 201)

@@ -1,5 +1,7 @@
 """GET /v1/local-downloads/{token}: the local stand-in for a presigned S3 GET (a converter's
-``download_url``). The signed, expiring token is the credential; a bad one is 403."""
+``download_url``). The signed, expiring token is the credential; a bad one is 403. The answer is the
+file's exact bytes with its content type, ``X-Content-Type-Options: nosniff`` and an attachment
+``Content-Disposition``."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from memory_engine.adapters.local.blob_store import LocalBlobStore
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.upload_tokens import InvalidUploadToken
 from memory_engine.errors import Forbidden, NotFound
+from memory_engine.http.responses import file_response
 from memory_engine.http.schemas import documented
 
 router = Router()
@@ -31,6 +34,5 @@ def download(token: str) -> Response[Any]:
     info = blobs.head(grant.key)
     if info is None:
         raise NotFound("the file is gone")
-    data = blobs.get(grant.key)
-    return Response(status_code=200, content_type=info.content_type or "application/octet-stream",
-                    body=data, compress=False)
+    return file_response(blobs.get(grant.key), content_type=info.content_type or "application/octet-stream",
+                         filename=grant.key.rsplit("/", 1)[-1])

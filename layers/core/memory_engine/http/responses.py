@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from datetime import date, datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import numpy as np
 from aws_lambda_powertools.event_handler import Response
@@ -60,3 +63,24 @@ def page(data: list[Any], next_cursor: str | None) -> dict[str, Any]:
 def no_content() -> Response[Any]:
     """204: no body, so no Content-Type either (a JSON content type on an empty body is a lie)."""
     return Response(status_code=204, body="")
+
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def file_response(data: bytes, *, content_type: str, filename: str) -> Response[Any]:
+    """A file's exact bytes with its content type, as an attachment a browser never sniffs or renders.
+
+    The body goes out base64-encoded (``isBase64Encoded``), as API Gateway expects a binary body:
+    handing Powertools ``bytes`` would send them through its response validation, which decodes
+    them as UTF-8 (a PNG answered 400). The filename is given twice: an ASCII-only ``filename``
+    (every other character ``_``, so no quote, semicolon or line break reaches the header) and the
+    exact name as RFC 5987 ``filename*``."""
+    ascii_name = _UNSAFE_FILENAME.sub("_", filename).strip("._") or "download"
+    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
+    response: Response[Any] = Response(
+        status_code=200, content_type=content_type, body=base64.b64encode(data).decode("ascii"), compress=False,
+        headers={"X-Content-Type-Options": "nosniff", "Content-Disposition": disposition},
+    )
+    response.base64_encoded = True
+    return response

@@ -44,6 +44,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     404: "no such resource in the key's project (another project's id is 404, never 403)",
     409: "the resource's state forbids the change",
     413: "a body, field or metadata over its documented limit",
+    415: "a body labelled with a content type the route does not read (send `application/json`)",
     422: "a field fails validation (`details` names each field)",
     503: "a backing service (database, embedding model) is unavailable; retry",
 }
@@ -51,7 +52,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
 #: Every authenticated route can answer these.
 AUTHENTICATED = (401, 403, 503)
 #: ... and routes that take a JSON body these.
-WITH_BODY = (400, 413, 422)
+WITH_BODY = (400, 413, 415, 422)
 
 
 # --- successes ---

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from memory_engine import constants as c
+from memory_engine.http.methods import allowed_methods
 from memory_engine.http.responses import dumps
 from memory_engine.local.apigw_events import decode_response, http_api_event
 from memory_engine.local.routing import dispatch, route_matches
@@ -102,8 +103,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.log_error("%d %s (%s)", status, error_code, message or "")
         self.request_version = "HTTP/1.1"  # write the status line and headers even for a garbled request line
         self.close_connection = True
-        self._reply(status, {"content-type": "application/json", "connection": "close"},
-                    _error_body(status, error_code, text))
+        headers = {"content-type": "application/json", "connection": "close"}
+        if status == 405:  # a method no route has (e.g. PROPFIND): Allow lists the path's, as RFC 9110 asks
+            path = urlsplit(getattr(self, "path", "") or "").path
+            headers["allow"] = ", ".join(allowed_methods(path) or ("GET", "POST", "PUT", "DELETE"))
+        self._reply(status, headers, _error_body(status, error_code, text))
 
     def _read_body(self) -> bytes | None:
         transfer_encoding = self.headers.get("transfer-encoding")
@@ -200,7 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(payload)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+    # TRACE and OPTIONS reach the handlers too, which answer 405 with the path's `Allow` (never an echo)
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_TRACE = do_OPTIONS = _serve
 
 
 class _Server(ThreadingHTTPServer):

@@ -75,3 +75,10 @@ class UploadInbox(Protocol):
         ingestion to pick up. Raises :class:`memory_engine.errors.Forbidden` when the path leaves the
         project's folder, :class:`BlobStoreError` when storing fails."""
         ...
+
+    def discard(self, folder: str, path: str, sha256: str | None) -> None:
+        """Remove what :meth:`receive` stored as ``path`` of the project whose folder is ``folder``
+        (the document at that path was deleted, so nothing may ingest it again), when its content is
+        still ``sha256`` (``None``: the document never got content, so that file is its upload). A
+        file changed since is a new version and stays. Never raises for a file that is gone."""
+        ...

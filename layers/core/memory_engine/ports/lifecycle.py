@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory_engine.domain.entries import MemoryEntry
+from memory_engine.domain.entries import Memory, MemoryEntry
 from memory_engine.ports.embedder import Vector
 
 
@@ -87,9 +88,35 @@ class ImportedEpisode:
     created_at: datetime
 
 
-class ImportRepository(Protocol):
-    """Restores exported rows into a project (the caller's), each call its own transaction."""
+@dataclass(frozen=True)
+class ImportedMemory:
+    """The memory an import creates (``metadata`` holds ``imported_from`` and, while a staged import
+    runs, ``import_status: "partial"``)."""
 
+    id: str
+    name: str
+    description: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    default_ttl: int | None
+
+
+class ImportRepository(Protocol):
+    """Restores exported rows into a project (the caller's). Each call is its own transaction,
+    except inside :meth:`transaction`, where all of them are one."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Every call of this repository inside the block runs in one transaction: committed when
+        the block ends, rolled back when it raises (nothing of it stored)."""
+        ...
+    def create_memory(self, project_id: str, memory: ImportedMemory) -> Memory: ...
+    def discard_partial(self, project_id: str, exported_id: str) -> list[str]:
+        """Deletes the project's memories an unfinished import of the exported memory ``exported_id``
+        left (``metadata.import_status`` ``"partial"``) with everything in them; their ids."""
+        ...
+    def finish(self, project_id: str, memory_id: str) -> Memory:
+        """Marks a staged import complete (removes ``metadata.import_status``). Raises NotFound."""
+        ...
     def upsert_entities(self, project_id: str, entities: Sequence[ImportedEntity]) -> None:
         """An entity the project already has keeps its own type and vector where it has them."""
         ...

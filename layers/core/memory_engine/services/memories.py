@@ -27,7 +27,7 @@ from memory_engine.domain.entries import (
     check_metadata,
 )
 from memory_engine.domain.globs import tag_filter
-from memory_engine.domain.validation import JsonObject, Text, Timestamp, ValidityWindow, validity_window_problem
+from memory_engine.domain.validation import Float, Int, JsonObject, Text, Timestamp, ValidityWindow, validity_window_problem
 from memory_engine.errors import InvalidInput
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
@@ -47,7 +47,7 @@ class MemoryFields(BaseModel):
     description: Text | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
     tags: Tags | None = None
     metadata: JsonObject | None = None
-    default_ttl: int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description=(
+    default_ttl: Int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description=(
         "seconds: entries written without their own `expires_at` expire this long after they are written; "
         "`null` (the default) means they do not expire"))
 
@@ -115,7 +115,7 @@ class EntryReplacement(ValidityWindow):
     predicate: ShortText | None = None
     object: ShortText | None = None
     entities: list[EntityRef] | None = Field(None, max_length=20)
-    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    confidence: Float | None = Field(None, ge=0.0, le=1.0)
     source_quote: Text | None = Field(None, max_length=MAX_QUOTE_CHARS)
     expires_at: Timestamp | None = None
 

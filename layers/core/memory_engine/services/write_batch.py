@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_engine.domain.entities import entity_links, fact_texts
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_text
-from memory_engine.domain.validation import Text
+from memory_engine.domain.validation import Float, Text
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, SHORTLIST_SIZE, Decision, WriteAction, decide
 from memory_engine.errors import EmbeddingError, MemoryEngineError, invalid_input
 from memory_engine.ids import ENTRY, new_id
@@ -58,7 +58,7 @@ _EMBED_THREADS = 2
 class BatchEntry(NewEntry):
     """One item of a batch: a NewEntry, optionally with its own skip threshold."""
 
-    duplicate_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    duplicate_threshold: Float | None = Field(None, ge=0.0, le=1.0)
 
 
 class EntryBatch(BaseModel):
@@ -69,7 +69,7 @@ class EntryBatch(BaseModel):
 
     entries: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_ENTRIES, description=(
         "each a `POST /v1/memory-entries` body (`memory_id` may differ between items)"))
-    duplicate_threshold: float = Field(DEFAULT_DUPLICATE_THRESHOLD, ge=0.0, le=1.0, description=(
+    duplicate_threshold: Float = Field(DEFAULT_DUPLICATE_THRESHOLD, ge=0.0, le=1.0, description=(
         "for items that do not carry their own"))
 
 

@@ -55,6 +55,10 @@ ENTITIES_OF = (
     f" ORDER BY {role_rank('l.role')}, n.name), '[]'::json)"
     " FROM entry_entities l JOIN entities n ON n.id = l.entity_id WHERE l.entry_id = {alias}.id)"
 )
+#: The entry's columns as the API reads them (expiry applied), from table alias ``e``: also what a
+#: write returns (``INSERT INTO memory_entries AS e ... RETURNING``), so a write with a past
+#: ``expires_at`` answers what a GET shows.
+ENTRY_RETURNING = ", ".join(_read_column(c.strip()) for c in ENTRY_COLUMNS.split(","))
 #: The entry as the API returns it, from table alias ``e``.
 ENTRY_SELECT = (
     ", ".join(_read_column(c.strip()) for c in ENTRY_COLUMNS.split(",")) + ", " + ENTITIES_OF.format(alias="e") + " AS entities"

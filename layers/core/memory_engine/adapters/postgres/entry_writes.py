@@ -19,7 +19,7 @@ from memory_engine import ids
 from memory_engine.adapters.postgres.entry_sql import (
     ENTITY_CTES,
     ENTITY_MERGE,
-    ENTRY_COLUMNS,
+    ENTRY_RETURNING,
     ENTRY_SELECT,
     INSERT_COLUMNS,
     INSERT_VALUES,
@@ -174,9 +174,9 @@ def insert_statement(
     insert = (f"INSERT INTO memory_entries AS e ({INSERT_COLUMNS}, created_at, updated_at)"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
               f" SELECT {INSERT_VALUES}, ts.t, ts.t FROM (SELECT clock_timestamp() AS t) ts")
     if not links:
-        return f"{insert} RETURNING {ENTRY_COLUMNS}, '[]'::json AS entities", params
+        return f"{insert} RETURNING {ENTRY_RETURNING}, '[]'::json AS entities", params
     params.update(entity_params(project_id, links, entity_vectors))
-    return (f"WITH ins AS ({insert} RETURNING {ENTRY_COLUMNS}), {ENTITY_CTES.format(target='%(id)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+    return (f"WITH ins AS ({insert} RETURNING {ENTRY_RETURNING}), {ENTITY_CTES.format(target='%(id)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             f" SELECT ins.*, ({ENTITY_MERGE}) AS entities FROM ins", params)
 
 

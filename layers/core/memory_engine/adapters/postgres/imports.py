@@ -4,34 +4,96 @@ import restores a memory, it does not re-decide it (the funnel would skip histor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_sql import vector_text
-from memory_engine.ports.lifecycle import ImportedEntity, ImportedEntry, ImportedEpisode
+from memory_engine.domain.entries import Memory
+from memory_engine.errors import NotFound
+from memory_engine.ports.lifecycle import ImportedEntity, ImportedEntry, ImportedEpisode, ImportedMemory
+
+_MEMORY_COLUMNS = "id, project_id, name, description, tags, metadata, default_ttl, created_at, updated_at"
+#: The memory rows of unfinished imports of one exported memory.
+_PARTIAL = ("metadata->>'import_status' = 'partial' AND metadata->'imported_from'->>'id' = %s AND project_id = %s")
 
 
 class PostgresImporter:
+    """Implements :class:`memory_engine.ports.lifecycle.ImportRepository`. Inside
+    :meth:`transaction` every method uses the block's connection (a context variable, so
+    concurrent imports on other threads keep their own)."""
+
     def __init__(self, database: Database) -> None:
         self._db = database
+        self._current: contextvars.ContextVar[psycopg.Connection[dict[str, Any]] | None] = contextvars.ContextVar(
+            f"import-transaction-{id(self)}", default=None)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._db.connection() as conn:
+            token = self._current.set(conn)
+            try:
+                yield
+            finally:
+                self._current.reset(token)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        current = self._current.get()
+        if current is not None:
+            yield current
+        else:
+            with self._db.connection() as conn:
+                yield conn
+
+    def create_memory(self, project_id: str, memory: ImportedMemory) -> Memory:
+        with self._connection() as conn:
+            row = conn.execute(
+                f"INSERT INTO memories (id, project_id, name, description, tags, metadata, default_ttl)"  # noqa: S608 - fixed column list; values are bound
+                f" VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_MEMORY_COLUMNS}",
+                (memory.id, project_id, memory.name, memory.description, memory.tags, Jsonb(memory.metadata),
+                 memory.default_ttl),
+            ).fetchone()
+        assert row is not None
+        return Memory(**row)
+
+    def discard_partial(self, project_id: str, exported_id: str) -> list[str]:
+        with self._connection() as conn:
+            rows = conn.execute(f"DELETE FROM memories WHERE {_PARTIAL} RETURNING id",  # noqa: S608 - a fixed clause; values are bound
+                                (exported_id, project_id)).fetchall()
+        return [str(r["id"]) for r in rows]
+
+    def finish(self, project_id: str, memory_id: str) -> Memory:
+        with self._connection() as conn:
+            row = conn.execute(
+                f"UPDATE memories SET metadata = metadata - 'import_status' WHERE id = %s AND project_id = %s"  # noqa: S608 - fixed column list; values are bound
+                f" RETURNING {_MEMORY_COLUMNS}", (memory_id, project_id)).fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
+        return Memory(**row)
 
     def upsert_entities(self, project_id: str, entities: Sequence[ImportedEntity]) -> None:
-        self._db.execute_many(
-            "INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)"
-            " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (project_id, name) DO UPDATE"
-            " SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)",
-            [(ids.new_id(ids.ENTITY), project_id, e.key, e.display_name, e.type, vector_text(e.embedding))
-             for e in entities],
-        )
+        if not entities:
+            return
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)"
+                " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (project_id, name) DO UPDATE"
+                " SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)",
+                [(ids.new_id(ids.ENTITY), project_id, e.key, e.display_name, e.type, vector_text(e.embedding))
+                 for e in entities],
+            )
 
     def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None:
         if not entries:
             return
-        with self._db.connection() as conn, conn.cursor() as cur:
+        with self._connection() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO memory_entries (id, project_id, memory_id, content, source_type, tags, metadata, embedding,"
                 " subject, predicate, object, confidence, source_quote, context, valid_from, valid_to,"
@@ -52,7 +114,7 @@ class PostgresImporter:
         """``(entry id, id of the entry that superseded it)``, both new ids."""
         if not pairs:
             return
-        with self._db.connection() as conn:
+        with self._connection() as conn:
             conn.execute(
                 "UPDATE memory_entries e SET superseded_by_entry_id = u.by FROM unnest(%s::text[], %s::text[]) AS u(id, by)"
                 " WHERE e.id = u.id AND e.project_id = %s",
@@ -64,7 +126,7 @@ class PostgresImporter:
         if not episodes:
             return 0
         stored = 0
-        with self._db.connection() as conn:
+        with self._connection() as conn:
             for ep in episodes:
                 stored += conn.execute(
                     "INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,"

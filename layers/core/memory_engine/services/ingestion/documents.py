@@ -27,9 +27,9 @@ from memory_engine.domain.documents import (
 )
 from memory_engine.domain.entries import Tags
 from memory_engine.domain.ingestion_rules import IngestionRule, overlay_chunk_fields
-from memory_engine.domain.validation import JsonObject, Text
+from memory_engine.domain.validation import Int, JsonObject, Text, project_name
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
-from memory_engine.ports.blobs import PresignedUpload
+from memory_engine.ports.blobs import PresignedUpload, UploadInbox
 from memory_engine.ports.documents import NewDocument
 from memory_engine.ports.pipeline import PipelineStarter
 from memory_engine.services.ingestion.steps import (
@@ -61,8 +61,8 @@ class ChunkFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     chunk_strategy: ChunkStrategy | None = None
-    chunk_size: int | None = Field(None, ge=50, le=100_000)
-    chunk_overlap: int | None = Field(None, ge=0)
+    chunk_size: Int | None = Field(None, ge=50, le=100_000)
+    chunk_overlap: Int | None = Field(None, ge=0)
 
     def settings(self, base: ChunkSettings) -> ChunkSettings:
         """The request's fields over ``base``. Raises InvalidInput (overlap >= size)."""
@@ -259,8 +259,11 @@ def resume_interrupted(ports: IngestionPorts, starter: PipelineStarter) -> list[
     return interrupted
 
 
-def delete_document(ports: IngestionPorts, project_id: str, document_id: str) -> None:
-    """Delete the row (chunks cascade), then its stored object and work objects. Raises NotFound."""
+def delete_document(ports: IngestionPorts, project_id: str, document_id: str, *,
+                    inbox: UploadInbox | None = None) -> None:
+    """Delete the row (chunks cascade), then every copy of the file the engine keeps: its stored
+    object, its work objects and, locally, the file its upload left in the drop folder (``inbox``;
+    left there, the watcher would ingest it again after a restart). Raises NotFound."""
     doc = ports.documents.delete(project_id, document_id)
     try:
         if doc.source_key:
@@ -268,6 +271,13 @@ def delete_document(ports: IngestionPorts, project_id: str, document_id: str) ->
         ports.blobs.delete_prefix(work_prefix(doc.id))
     except MemoryEngineError:
         pass  # the row is gone; a leftover object is harmless and re-uploading replaces it
+    project = ports.projects.get_project(project_id) if inbox is not None else None
+    if inbox is not None and project is not None:
+        try:
+            folder = project_name(project.name)
+        except ValueError:
+            return  # a project named before names were slugs has no drop folder
+        inbox.discard(folder, doc.path, doc.sha256)
 
 
 def wait_until_settled(get: Callable[[], Document], *, timeout: float = WAIT_LIMIT_SECONDS,
