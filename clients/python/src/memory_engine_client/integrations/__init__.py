@@ -3,7 +3,8 @@
 - ``openai_agents`` (``memory-engine-client[openai-agents]``): a ``Session`` over a memory's turns and
   the ``search_memory`` / ``write_memory`` tools;
 - ``langgraph`` (``[langgraph]``): a ``BaseStore``;
-- ``llamaindex`` (``[llamaindex]``): a ``BaseRetriever`` and a ``BaseMemoryBlock``.
+- ``llamaindex`` (``[llamaindex]``): a ``BaseRetriever`` and a ``BaseMemoryBlock``;
+- ``strands`` (``[strands]``): a ``MemoryStore`` for Strands' ``MemoryManager``.
 
 Each module imports its framework at import time: import the one you use.
 """
