@@ -6,50 +6,23 @@ engine's turns, the memory tools are called by the run, what they write is in
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from agents import Agent, Runner, set_tracing_disabled
 
 from memory_engine_client import AsyncMemoryEngineClient, MemoryEngineClient
 from memory_engine_client.integrations.openai_agents import MemoryEngineSession, memory_tools, turn_of
+from tests.support.scripted_models import ScriptedAgentsModel, call, say
 
 set_tracing_disabled(True)
-
-
-class ScriptedModel(Model):
-    """A ``Model`` answering from a script: each call pops the next output and records its input."""
-
-    def __init__(self, script: list[list[Any]]) -> None:
-        self.script = list(script)
-        self.inputs: list[list[dict[str, Any]]] = []
-
-    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
-        self.inputs.append([dict(i) for i in input] if isinstance(input, list) else [{"role": "user", "content": input}])
-        return ModelResponse(output=self.script.pop(0), usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError("the tests run the non-streaming path")
-
-
-def _say(text: str, n: int) -> list[Any]:
-    return [ResponseOutputMessage(id=f"msg_{n}", type="message", role="assistant", status="completed",
-                                  content=[ResponseOutputText(type="output_text", text=text, annotations=[])])]
-
-
-def _call(tool: str, n: int, **arguments: str) -> list[Any]:
-    return [ResponseFunctionToolCall(id=f"fc_{n}", call_id=f"call_{n}", type="function_call", name=tool,
-                                     arguments=json.dumps(arguments))]
 
 
 def test_a_runner_records_recalls_and_round_trips_its_session(client: MemoryEngineClient,
                                                               async_client: AsyncMemoryEngineClient) -> None:
     memory = client.create_memory("openai-agents")
-    model = ScriptedModel([
-        _call("write_memory", 1, fact="Sam lives in Lisbon and loves green tea."), _say("Noted!", 2),
-        _call("search_memory", 3, query="Where does Sam live?"), _say("You live in Lisbon.", 4),
+    model = ScriptedAgentsModel([
+        call("write_memory", 1, fact="Sam lives in Lisbon and loves green tea."), say("Noted!", 2),
+        call("search_memory", 3, query="Where does Sam live?"), say("You live in Lisbon.", 4),
     ])
 
     async def scenario() -> tuple[Any, Any, list[Any], list[Any]]:

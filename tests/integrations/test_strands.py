@@ -8,54 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from strands import Agent
 from strands.memory import AddMessagesContext, MemoryManager
-from strands.models import Model
 
 from memory_engine_client import AsyncMemoryEngineClient, MemoryEngineClient
 from memory_engine_client.integrations.strands import MemoryEngineMemoryStore
-
-
-class ScriptedModel(Model):
-    """A Strands ``Model`` streaming scripted replies (a text or a tool use) and recording its input."""
-
-    def __init__(self, script: list[dict[str, Any]]) -> None:
-        self.script = list(script)
-        self.inputs: list[str] = []
-
-    def update_config(self, **model_config: Any) -> None:
-        return None
-
-    def get_config(self) -> Any:
-        return {}
-
-    def structured_output(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None,
-                     **kwargs: Any) -> AsyncIterator[Any]:
-        self.inputs.append(json.dumps({"system": system_prompt, "messages": messages}, default=str))
-        reply = self.script.pop(0)
-        yield {"messageStart": {"role": "assistant"}}
-        if "tool" in reply:
-            yield {"contentBlockStart": {"start": {"toolUse": {"toolUseId": reply["id"], "name": reply["tool"]}}}}
-            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(reply["input"])}}}}
-            yield {"contentBlockStop": {}}
-            yield {"messageStop": {"stopReason": "tool_use"}}
-        else:
-            yield {"contentBlockStart": {"start": {}}}
-            yield {"contentBlockDelta": {"delta": {"text": reply["text"]}}}
-            yield {"contentBlockStop": {}}
-            yield {"messageStop": {"stopReason": "end_turn"}}
+from tests.support.scripted_models import ScriptedStrandsModel
 
 
 def test_an_agent_records_and_recalls_through_the_memory_manager(
         client: MemoryEngineClient, async_client: AsyncMemoryEngineClient) -> None:
     memory = client.create_memory("strands")
-    model = ScriptedModel([
+    model = ScriptedStrandsModel([
         {"tool": "add_memory", "id": "t1", "input": {"entries": ["Sam is vegetarian and cooks Thai food."]}},
         {"text": "Noted."},
         {"tool": "search_memory", "id": "t2", "input": {"query": "What food does Sam eat?"}},
