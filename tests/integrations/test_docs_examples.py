@@ -45,7 +45,8 @@ def _environment(engine: RunningEngine, api_key: str, monkeypatch: pytest.Monkey
 
 
 def test_every_framework_has_an_example() -> None:
-    assert set(examples()) == {"OpenAI Agents SDK", "LangGraph", "LlamaIndex", "Strands Agents"}
+    # CrewAI's runs in its own virtualenv: tests/integrations/test_crewai.py
+    assert set(examples()) == {"OpenAI Agents SDK", "LangGraph", "LlamaIndex", "Strands Agents", "CrewAI"}
 
 
 def test_the_openai_agents_example(client: MemoryEngineClient, capsys: pytest.CaptureFixture[str]) -> None:

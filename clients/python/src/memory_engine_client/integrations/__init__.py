@@ -4,7 +4,8 @@
   the ``search_memory`` / ``write_memory`` tools;
 - ``langgraph`` (``[langgraph]``): a ``BaseStore``;
 - ``llamaindex`` (``[llamaindex]``): a ``BaseRetriever`` and a ``BaseMemoryBlock``;
-- ``strands`` (``[strands]``): a ``MemoryStore`` for Strands' ``MemoryManager``.
+- ``strands`` (``[strands]``): a ``MemoryStore`` for Strands' ``MemoryManager``;
+- ``crewai`` (``[crewai]``, in an environment of its own): a ``StorageBackend`` for CrewAI's ``Memory``.
 
 Each module imports its framework at import time: import the one you use.
 """
