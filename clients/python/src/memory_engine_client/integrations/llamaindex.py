@@ -26,6 +26,7 @@ from pydantic import Field
 from memory_engine_client import models as m
 from memory_engine_client.async_client import AsyncMemoryEngineClient
 from memory_engine_client.client import MemoryEngineClient
+from memory_engine_client.integrations._common import turn_batches
 
 #: Chat roles recorded as turns; other roles (function, chatbot, ...) are recorded as ``tool``.
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system", "tool": "tool"}
@@ -103,6 +104,5 @@ class MemoryEngineMemoryBlock(BaseMemoryBlock[str]):
             by_conversation.setdefault(conversation, []).append(
                 {"role": _ROLES.get(str(msg.role.value), "tool"), "content": text})
         for conversation, turns in by_conversation.items():
-            for start in range(0, len(turns), 100):
-                await self.client.record_turns(self.memory_id, conversation, turns[start:start + 100],
-                                               extract=self.extract or None)
+            for batch in turn_batches(turns):
+                await self.client.record_turns(self.memory_id, conversation, batch, extract=self.extract or None)

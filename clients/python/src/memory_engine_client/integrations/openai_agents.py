@@ -28,7 +28,7 @@ from agents import FunctionTool, function_tool
 
 from memory_engine_client.async_client import AsyncMemoryEngineClient
 from memory_engine_client.errors import NotFoundError
-from memory_engine_client.integrations._common import results_text
+from memory_engine_client.integrations._common import results_text, turn_batches
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from memory_engine_client import models as m
 
-#: Turns per ``record_turns`` call (the engine's limit).
+#: Turns read per page.
 BATCH = 100
 #: An item whose JSON is longer than this is kept in ``content`` (turn metadata holds 64 KB).
 MAX_METADATA_CHARS = 60_000
@@ -80,10 +80,8 @@ class MemoryEngineSession:
         return [item_of(turn) for turn in reversed(newest)]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        turns = [turn_of(item) for item in items]
-        for start in range(0, len(turns), BATCH):
-            await self._client.record_turns(self.memory_id, self.session_id, turns[start:start + BATCH],
-                                            extract=self.extract or None)
+        for batch in turn_batches([turn_of(item) for item in items]):
+            await self._client.record_turns(self.memory_id, self.session_id, batch, extract=self.extract or None)
 
     async def pop_item(self) -> TResponseInputItem | None:
         for _ in range(3):  # another worker may pop the same item first: take the next one then

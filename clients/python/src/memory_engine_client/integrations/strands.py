@@ -27,6 +27,7 @@ from strands.types.content import Message
 
 from memory_engine_client import models as m
 from memory_engine_client.async_client import AsyncMemoryEngineClient
+from memory_engine_client.integrations._common import turn_batches
 
 DEFAULT_MAX_SEARCH_RESULTS = 5
 
@@ -67,16 +68,15 @@ class MemoryEngineMemoryStore(MemoryStore):
     async def add_messages(self, messages: list[Message], context: AddMessagesContext | None = None) -> list[str]:
         """Records the messages as turns (``extract: true``); the stored turns' ids."""
         numbers = (context.sequence_numbers if context else None) or list(range(len(messages)))
-        batch = hashlib.sha256(json.dumps([messages, numbers], default=str).encode()).hexdigest()[:24]
+        key = hashlib.sha256(json.dumps([messages, numbers], default=str).encode()).hexdigest()[:24]
         turns = []
         for message, number in zip(messages, numbers, strict=True):
             role, text = _turn(message)
             if text:
-                turns.append({"turn_id": f"strands-{batch}-{number}", "role": role, "content": text})
+                turns.append({"turn_id": f"strands-{key}-{number}", "role": role, "content": text})
         ids: list[str] = []
-        for start in range(0, len(turns), 100):
-            recorded = await self._client.record_turns(self.memory_id, self.conversation_id,
-                                                       turns[start:start + 100], extract=True)
+        for part in turn_batches(turns):
+            recorded = await self._client.record_turns(self.memory_id, self.conversation_id, part, extract=True)
             ids += [t.id for t in recorded.turns]
         return ids
 
