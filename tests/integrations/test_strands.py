@@ -14,7 +14,7 @@ from strands import Agent
 from strands.memory import AddMessagesContext, MemoryManager
 
 from memory_engine_client import AsyncMemoryEngineClient, MemoryEngineClient
-from memory_engine_client.integrations.strands import MemoryEngineMemoryStore
+from memory_engine_client.integrations.strands import MemoryEngineMemoryStore, memory_tools
 from tests.support.scripted_models import ScriptedStrandsModel
 
 
@@ -73,3 +73,26 @@ def test_add_messages_records_each_batch_once_as_turns(client: MemoryEngineClien
     assert [(t.role, t.content) for t in turns] == [
         ("user", "I moved to Lisbon last spring."), ("tool", json.dumps([messages[1]["content"][0]])),
         ("assistant", "Lisbon is lovely.")]
+
+
+def test_the_plain_tools_record_and_recall_in_an_agent(client: MemoryEngineClient,
+                                                      async_client: AsyncMemoryEngineClient) -> None:
+    memory = client.create_memory("strands-tools")
+    model = ScriptedStrandsModel([
+        {"tool": "record_memory", "id": "t1", "input": {"fact": "Kim's flight to Oslo leaves at 7 am."}},
+        {"tool": "recall_memory", "id": "t2", "input": {"query": "When does Kim's flight leave?"}},
+        {"text": "At 7 am."},
+    ])
+
+    async def scenario() -> Any:
+        async with async_client as me:
+            agent = Agent(model=model, tools=memory_tools(me, memory.id), callback_handler=None)
+            return await agent.invoke_async("Remember my flight time, then tell me when it leaves.")
+
+    answer = asyncio.run(scenario())
+
+    assert [(e.content, e.source_type) for e in client.list_entries(memory_id=memory.id).data] == [
+        ("Kim's flight to Oslo leaves at 7 am.", "agent")]
+    assert "created: Kim's flight to Oslo leaves at 7 am." in model.inputs[1]
+    assert "- Kim's flight to Oslo leaves at 7 am. (score " in model.inputs[2]
+    assert "At 7 am." in str(answer)

@@ -14,6 +14,10 @@ manager's own ``search_memory`` / ``add_memory`` tools and its context injection
 
     store = MemoryEngineMemoryStore(client, memory_id=memory.id)
     agent = Agent(model=model, memory_manager=MemoryManager(stores=[store], add_tool_config=True))
+
+Without the manager, ``memory_tools(client, memory_id)`` gives two plain ``@tool`` functions,
+``recall_memory`` (hybrid search, results as text) and ``record_memory`` (the agent write path), for
+``Agent(tools=...)``.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ import hashlib
 import json
 from typing import Any
 
+from strands import tool
 from strands.memory import AddMessagesContext, MemoryEntry, MemoryStore, SearchOptions
 from strands.types.content import Message
+from strands.types.tools import AgentTool
 
 from memory_engine_client import models as m
 from memory_engine_client.async_client import AsyncMemoryEngineClient
-from memory_engine_client.integrations._common import turn_batches
+from memory_engine_client.integrations._common import results_text, turn_batches
 
 DEFAULT_MAX_SEARCH_RESULTS = 5
 
@@ -79,6 +85,33 @@ class MemoryEngineMemoryStore(MemoryStore):
             recorded = await self._client.record_turns(self.memory_id, self.conversation_id, part, extract=True)
             ids += [t.id for t in recorded.turns]
         return ids
+
+
+def memory_tools(client: AsyncMemoryEngineClient, memory_id: str, *, limit: int = DEFAULT_MAX_SEARCH_RESULTS,
+                 model: str | None = None) -> list[AgentTool]:
+    """``recall_memory`` and ``record_memory`` over ``memory_id`` as Strands ``@tool`` functions."""
+
+    @tool
+    async def recall_memory(query: str) -> str:
+        """Search long-term memory for facts about the user and past conversations.
+
+        Args:
+            query: What to look for, in a few words or a question.
+        """
+        return results_text(await client.search(query, memory_ids=[memory_id], limit=limit))
+
+    @tool
+    async def record_memory(fact: str) -> str:
+        """Record one durable fact worth remembering in later conversations (a preference, a plan, a name).
+
+        Args:
+            fact: One self-contained sentence, e.g. "Sam prefers window seats."
+        """
+        fields: dict[str, Any] = {"source_type": "agent", **({"agent": {"model": model}} if model else {})}
+        written = await client.write_entry(memory_id, fact, **fields)
+        return f"{written.action}: {written.content}"
+
+    return [recall_memory, record_memory]
 
 
 def _metadata(result: m.MemoryResult) -> dict[str, Any]:
