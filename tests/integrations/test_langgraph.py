@@ -78,6 +78,9 @@ def test_search_ranks_with_scores_scopes_by_prefix_and_filters(store: MemoryEngi
     assert {i.key for i in listed} == {*items, "secret"} and all(i.score is None for i in listed)
     assert [i.key for i in store.search(("users",), filter={"kind": "transport"})] == ["bike", "bike"]
     assert [i.key for i in store.search(U1, filter={"n": {"$gte": 2}}, limit=1, offset=1)] == ["food"]
+    store.put(U2, "nested", {"text": "Kim's settings.", "prefs": {"theme": "dark", "size": 3}})
+    assert [i.key for i in store.search(("users",), filter={"prefs.theme": "dark", "prefs.size": {"$lt": 4}})] == [
+        "nested"]
     assert [i.key for i in store.search(U1, query="bicycle", filter={"kind": "work"})] in ([], ["job"])
     with pytest.raises(ValueError, match="not supported"):
         store.search(U1, filter={"n": {"$in": [1]}})

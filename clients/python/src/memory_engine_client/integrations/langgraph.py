@@ -12,7 +12,8 @@ How LangGraph's model maps onto the engine (docs/integrations.md):
   limit); ``created_at`` / ``updated_at`` are the entry's; ``ttl`` (minutes) is ``expires_at``;
 - ``search(prefix, query=...)`` is the engine's hybrid search over the namespace's memories and
   ``SearchItem.score`` its fused score; without a query the items are listed, newest first;
-- ``filter`` (equality, ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` on value fields) is
+- ``filter`` (equality, ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte`` on value fields, dotted
+  for nested ones) is
   applied here: the engine filters entries by memory only. With a query it filters the engine's best
   100 matches; an unknown operator is refused (ValueError);
 - ``put(..., index=False)`` stores the item unranked: listed and read, never returned by a query.
@@ -224,7 +225,7 @@ def check_filter(conditions: dict[str, Any] | None) -> None:
 def matches(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
     """Whether ``value`` meets every condition (``{"field": v}`` or ``{"field": {"$op": v}}``)."""
     for field, wanted in (conditions or {}).items():
-        actual = value.get(field)
+        actual = value.get(field) if field in value else _at(value, field)  # "a.b": a nested field
         if isinstance(wanted, dict) and wanted and all(k.startswith("$") for k in wanted):
             try:
                 if not all(_OPS[op](actual, operand) for op, operand in wanted.items()):
