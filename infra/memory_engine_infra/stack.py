@@ -39,6 +39,9 @@ class MemoryEngineStack(Stack):
         # the API publishes memory.forgotten on the engine's bus (POST /v1/forget, purge)
         self.api.api_function.add_environment(c.ENV_EVENT_BUS_NAME, self.extraction.bus.event_bus_name)
         self.extraction.bus.grant_put_events_to(self.api.api_function)
+        # POST /v1/memories/{id}/turns with extract: true queues the turns on the extraction queue itself
+        self.api.api_function.add_environment(c.ENV_EXTRACTION_QUEUE_URL, self.extraction.queue.queue_url)
+        self.extraction.queue.grant_send_messages(self.api.api_function)
         # ingestion publishes document.ready / document.failed; converters get URLs on the HTTP API
         self.ingestion.grant_events(self.extraction.bus)
         self.ingestion.grant_public_url(self.api.http_api.api_endpoint)

@@ -368,3 +368,32 @@ def test_ingestion_rules_and_a_deferred_converter_over_http(engine: RunningEngin
         admin.delete_ingestion_rule(rule.id)
         with pytest.raises(NotFoundError):
             admin.get_ingestion_rule(rule.id)
+
+
+def test_turns_record_list_delete_sync_and_async(engine: RunningEngine, client: MemoryEngineClient) -> None:
+    memory = client.create_memory("turns")
+    sent = [{"role": "user", "content": "I moved to Lisbon."}, models.TurnInput(role="assistant", content="Nice!"),
+            {"role": "tool", "content": "{}", "metadata": {"call_id": "c1"}}]
+    recorded = client.record_turns(memory.id, "conv", sent)
+    assert [t.created for t in recorded.turns] == [True] * 3 and recorded.extraction == "not_requested"
+    # the client gave every turn an id, so sending the same turns again stores nothing new
+    again = client.record_turns(memory.id, "conv", [{"turn_id": t.turn_id, "role": "user", "content": "x"}
+                                                    for t in recorded.turns])
+    assert [t.created for t in again.turns] == [False] * 3
+    turns = list(client.iter_turns(memory.id, "conv", page_size=2))
+    assert [(t.role, t.content) for t in turns] == [("user", "I moved to Lisbon."), ("assistant", "Nice!"), ("tool", "{}")]
+    assert turns[2].metadata == {"call_id": "c1"}
+    assert [t.id for t in client.list_turns(memory.id, "conv", order="desc", limit=1).data] == [turns[2].id]
+    client.delete_turn(memory.id, turns[0].turn_id or "", conversation_id="conv")
+    with pytest.raises(NotFoundError):
+        client.delete_turn(memory.id, turns[0].turn_id or "")
+
+    async def scenario() -> None:
+        async with AsyncMemoryEngineClient(engine.base_url, engine.key("client", "read,write")) as me:
+            await me.record_turns(memory.id, "conv", [{"role": "user", "content": "And a cat."}])
+            listed = [t.content async for t in me.iter_turns(memory.id, "conv")]
+            assert listed == ["Nice!", "{}", "And a cat."]
+            await me.delete_conversation_turns(memory.id, "conv")
+            assert (await me.list_turns(memory.id, "conv")).data == []
+
+    anyio.run(scenario)

@@ -146,9 +146,9 @@ def _requests(victim: Tenant, attacker: Tenant) -> st.SearchStrategy[tuple[str, 
 
 
 def _lifecycle_requests(victim: Tenant) -> st.SearchStrategy[tuple[str, str, Any, dict[str, str] | None]]:
-    """The memory lifecycle's routes (issue 15), aimed at the victim: batch writes and deletes,
-    export, forget and purge. (A strategy of its own: adding them to ``_requests`` would change
-    which requests that test's derandomized draws pick.)"""
+    """The memory lifecycle's routes (issue 15) and the turns API (issue 36), aimed at the victim: batch
+    writes and deletes, export, forget and purge, turns recorded, listed and deleted. (A strategy of its
+    own: adding them to ``_requests`` would change which requests that test's derandomized draws pick.)"""
     v = victim
     return st.sampled_from([
             ("POST", "/v1/memory-entries/batch", {"entries": [
@@ -162,6 +162,18 @@ def _lifecycle_requests(victim: Tenant) -> st.SearchStrategy[tuple[str, str, Any
             ("POST", "/v1/forget", {"conversation_id": f"conv-{v.secret.lower()}",
                                     "memory_id": v.memory_id}, None),
             ("POST", "/v1/forget", {"memory_id": v.memory_id, "entity": v.entity}, None),
+            # the turns API (issue 36): the victim's memory and conversation
+            ("POST", f"/v1/memories/{v.memory_id}/turns", {"conversation_id": f"conv-{v.secret.lower()}",
+                                                           "turns": [{"role": "user", "content": "pwned"}]}, None),
+            ("POST", f"/v1/memories/{v.memory_id}/turns", {"conversation_id": f"conv-{v.secret.lower()}", "extract": True,
+                                                           "turns": [{"turn_id": "turn-1", "role": "user",
+                                                                      "content": "pwned"}]}, None),
+            ("GET", f"/v1/memories/{v.memory_id}/turns", None, {"conversation_id": f"conv-{v.secret.lower()}"}),
+            ("GET", f"/v1/memories/{v.memory_id}/turns", None, {"conversation_id": f"conv-{v.secret.lower()}",
+                                                                 "order": "desc"}),
+            ("DELETE", f"/v1/memories/{v.memory_id}/turns/turn-1", None, None),
+            ("DELETE", f"/v1/memories/{v.memory_id}/turns/turn-1", None, {"conversation_id": f"conv-{v.secret.lower()}"}),
+            ("DELETE", f"/v1/memories/{v.memory_id}/turns", None, {"conversation_id": f"conv-{v.secret.lower()}"}),
     ])
 
 

@@ -403,9 +403,15 @@ class Container:
 
     @cached_property
     def event_queue(self) -> EventQueue:
-        """Where ``POST /v1/events`` queues turn events: only the local runtime has one (on AWS
-        producers put events on the bus and SQS feeds the extraction function)."""
-        raise ConfigurationError("the event queue (POST /v1/events) exists in the local runtime only")
+        """Where turn events are queued for the extraction consumer: on AWS the extraction SQS queue
+        (``EXTRACTION_QUEUE_URL``; ``POST /v1/memories/{id}/turns`` with ``extract``; producers of
+        ``turn.completed`` events put them on the bus, whose rule feeds the same queue), locally the
+        local runtime's in-process queue (which ``POST /v1/events`` also uses)."""
+        if not self.settings.extraction_queue_url:
+            raise ConfigurationError("EXTRACTION_QUEUE_URL is not set: turns cannot be queued for extraction")
+        from memory_engine.adapters.sqs.event_queue import SqsEventQueue
+
+        return SqsEventQueue(self.boto_client("sqs"), queue_url=self.settings.extraction_queue_url)
 
     # --- memory lifecycle ---
     @cached_property

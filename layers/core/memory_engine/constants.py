@@ -46,6 +46,7 @@ ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
 ENV_STATE_MACHINE_ARN = "INGESTION_STATE_MACHINE_ARN"
 #: the Express state machine for small documents (same definition; see domain/pipeline.py SMALL_DOCUMENT_BYTES)
 ENV_EXPRESS_STATE_MACHINE_ARN = "INGESTION_EXPRESS_STATE_MACHINE_ARN"
+ENV_EXTRACTION_QUEUE_URL = "EXTRACTION_QUEUE_URL"  # POST /v1/memories/{id}/turns with extract: true queues here
 ENV_EXTRACTION_DLQ_URL = "EXTRACTION_DLQ_URL"  # rejected (invalid) events go here at once, with the reason
 ENV_RUNTIME = "MEMORY_ENGINE_RUNTIME"  # "aws" or "local"
 #: Secrets Manager secret whose value signs converter callback URLs (locally a file under $MEMORY_ENGINE_HOME)

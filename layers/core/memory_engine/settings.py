@@ -104,6 +104,7 @@ class Settings(BaseSettings):
     ingest_yield_cores: bool = Field(True, validation_alias=_env(c.ENV_INGEST_YIELD_CORES))
     express_state_machine_arn: str | None = Field(None, validation_alias=_env(c.ENV_EXPRESS_STATE_MACHINE_ARN))
     extraction_dlq_url: str | None = Field(None, validation_alias=_env(c.ENV_EXTRACTION_DLQ_URL))
+    extraction_queue_url: str | None = Field(None, validation_alias=_env(c.ENV_EXTRACTION_QUEUE_URL))
     functions_dir: Path | None = Field(None, validation_alias=_env(c.ENV_FUNCTIONS_DIR))
     key_cache_seconds: float | None = Field(None, ge=0, le=3600, validation_alias=_env(c.ENV_KEY_CACHE_SECONDS))
     search_connections: int | None = Field(None, ge=1, le=64, validation_alias=_env(c.ENV_SEARCH_CONNECTIONS))

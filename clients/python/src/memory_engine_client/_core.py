@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,12 @@ OPERATIONS: dict[str, Operation] = {
     "export_memory": Operation("GET", "/v1/memories/{memory_id}/export", None, None, True, response_media=JSONL),
     # every import creates a new memory: never repeated
     "import_memory": Operation("POST", "/v1/memories/import", None, m.ImportResult, False, request_media=JSONL),
+    # idempotent by turn_id: a turn sent again keeps the stored one (turns without a turn_id get a new
+    # one each time, so the client sends its own ids: see record_turns)
+    "record_turns": Operation("POST", "/v1/memories/{memory_id}/turns", m.TurnsRequest, m.TurnsRecorded, True),
+    "list_turns": Operation("GET", "/v1/memories/{memory_id}/turns", None, m.TurnPage, True),
+    "delete_turn": Operation("DELETE", "/v1/memories/{memory_id}/turns/{turn_id}", None, None, True),
+    "delete_conversation_turns": Operation("DELETE", "/v1/memories/{memory_id}/turns", None, None, True),
     "write_entry": Operation("POST", "/v1/memory-entries", m.EntryCreateRequest, m.EntryWriteResult, False),
     "list_entries": Operation("GET", "/v1/memory-entries", None, m.MemoryEntryPage, True),
     "get_entry": Operation("GET", "/v1/memory-entries/{entry_id}", None, m.MemoryEntry, True),
@@ -150,6 +157,18 @@ def build(name: str, *, path_params: dict[str, str] | None = None, params: dict[
     if operation.response_media is not None:
         extra = {**(extra or {}), "Accept": f"{operation.response_media}, application/json"}
     return Call(operation, path, query, payload, content, extra)
+
+
+def turns_body(conversation_id: str, turns: Iterable[Mapping[str, Any] | BaseModel], extract: bool | None) -> dict[str, Any]:
+    """The body of ``record_turns``: every turn gets a ``turn_id`` (a fresh uuid when it has none),
+    so a retried request stores each turn once."""
+    items = []
+    for turn in batch_items(turns):
+        items.append({**turn, "turn_id": turn.get("turn_id") or uuid.uuid4().hex})
+    body: dict[str, Any] = {"conversation_id": conversation_id, "turns": items}
+    if extract is not None:
+        body["extract"] = extract
+    return body
 
 
 def jsonl_body(data: bytes | str | Iterable[Mapping[str, Any]]) -> bytes:

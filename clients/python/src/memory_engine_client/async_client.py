@@ -24,6 +24,7 @@ from memory_engine_client._core import (
     jsonl_line,
     parse,
     resolve_settings,
+    turns_body,
 )
 from memory_engine_client.errors import APIConnectionError, APITimeoutError
 
@@ -191,6 +192,44 @@ class AsyncMemoryEngineClient:
         body = {k: v for k, v in {"conversation_id": conversation_id, "memory_id": memory_id, "entity": entity}.items()
                 if v is not None}
         return await self._send(build("forget", body=body))  # type: ignore[no-any-return]
+
+    # --- conversation turns ---
+    async def record_turns(self, memory_id: str, conversation_id: str, turns: Iterable[Mapping[str, Any] | BaseModel], *,
+                           extract: bool | None = None) -> m.TurnsRecorded:
+        """Records up to 100 turns (``{role, content, turn_id?, occurred_at?, metadata?}``) as the memory's
+        episodes, in order. Turns without a ``turn_id`` get a fresh one here, so the call is retried safely;
+        a ``turn_id`` already stored keeps the stored turn (``created: false``). ``extract=True`` queues the
+        new user/assistant turns for fact extraction when the engine has a chat model."""
+        body = turns_body(conversation_id, turns, extract)
+        return await self._send(build("record_turns", path_params={"memory_id": memory_id}, body=body))  # type: ignore[no-any-return]
+
+    async def list_turns(self, memory_id: str, conversation_id: str, *, order: Literal["asc", "desc"] | None = None,
+                         limit: int | None = None, cursor: str | None = None) -> m.TurnPage:
+        """A page of the conversation's turns, oldest first (``order="desc"``: newest first)."""
+        params = {"conversation_id": conversation_id, "order": order, "limit": limit, "cursor": cursor}
+        return await self._send(build("list_turns", path_params={"memory_id": memory_id}, params=params))  # type: ignore[no-any-return]
+
+    async def iter_turns(self, memory_id: str, conversation_id: str, *, order: Literal["asc", "desc"] | None = None,
+                         page_size: int = 100) -> AsyncIterator[m.Turn]:
+        """Every turn of the conversation in order, following ``next_cursor``."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_turns(memory_id, conversation_id, order=order, limit=page_size, cursor=cursor)
+            for turn in page.data:
+                yield turn
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def delete_turn(self, memory_id: str, turn_id: str, *, conversation_id: str | None = None) -> None:
+        """Deletes the turn (in ``conversation_id`` when given); NotFoundError when none matches."""
+        await self._send(build("delete_turn", path_params={"memory_id": memory_id, "turn_id": turn_id},
+                               params={"conversation_id": conversation_id}))
+
+    async def delete_conversation_turns(self, memory_id: str, conversation_id: str) -> None:
+        """Deletes every turn of the conversation (facts extracted from them stay: see :meth:`forget`)."""
+        await self._send(build("delete_conversation_turns", path_params={"memory_id": memory_id},
+                               params={"conversation_id": conversation_id}))
 
     # --- memory entries ---
     async def write_entry(self, memory_id: str, content: str, **fields: Any) -> m.EntryWriteResult:

@@ -31,6 +31,7 @@ ExtractionRunStatus = Literal["running", "completed", "failed"]
 NativeExtraction = Literal["first", "skip"]
 FileDelivery = Literal["base64", "download_url"]
 ChunkSource = Literal["request", "rule", "default"]
+TurnRole = Literal["user", "assistant", "system", "tool"]
 
 
 # --- requests ---
@@ -347,6 +348,57 @@ class ExtractionRun(ResponseModel):
 
 class ExtractionRunPage(ResponseModel):
     data: list[ExtractionRun]
+    next_cursor: str | None
+
+
+class TurnInput(RequestModel):
+    """One turn to record: ``turn_id`` makes it idempotent (made up by the server when absent)."""
+
+    turn_id: str | None = None
+    role: TurnRole
+    content: str
+    occurred_at: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class TurnsRequest(RequestModel):
+    conversation_id: str
+    turns: list[TurnInput]
+    extract: bool | None = None
+
+
+class RecordedTurn(ResponseModel):
+    id: str
+    turn_id: str
+    created: bool
+    occurred_at: datetime | None
+
+
+class TurnsRecorded(ResponseModel):
+    memory_id: str
+    conversation_id: str
+    turns: list[RecordedTurn]
+    extraction: Literal["queued", "not_requested", "no_chat_model"]
+    extraction_event_ids: list[str] = Field(default_factory=list)
+
+
+class Turn(ResponseModel):
+    """A stored turn; ``role`` is null for an event's episode of several ``messages``."""
+
+    id: str
+    memory_id: str
+    conversation_id: str
+    turn_id: str | None
+    role: TurnRole | None
+    content: str
+    metadata: dict[str, Any] | None = None
+    messages: list[dict[str, Any]]
+    occurred_at: datetime | None
+    created_at: datetime
+
+
+class TurnPage(ResponseModel):
+    data: list[Turn]
     next_cursor: str | None
 
 

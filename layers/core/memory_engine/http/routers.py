@@ -20,11 +20,12 @@ def api_routers() -> list[Router]:
         lifecycle,
         mcp,
         memories,
+        turns,
     )
 
     return [health.router, memories.router, entries.router, entry_batches.router, lifecycle.router, documents.router,
             ingestion_rules.router, converter_callbacks.router, embeddings.router, extraction_runs.router, mcp.router,
-            console.router]
+            turns.router, console.router]
 
 
 def search_routers() -> list[Router]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from memory_engine.domain.cursor import Cursor
 from memory_engine.ports.embedder import Vector
 
 
@@ -20,6 +21,9 @@ class NewEpisode:
     occurred_at: datetime
     transcript: str
     messages: list[dict[str, Any]] = field(default_factory=list)
+    #: The new row's id; a fresh one when absent (ids of one batch are made in order, so turns
+    #: said at the same time keep the order they were sent in).
+    id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,24 @@ class EpisodeRepository(Protocol):
     def get_by_event(self, project_id: str, event_id: str) -> Episode | None: ...
 
     def list_for_conversation(self, project_id: str, conversation_id: str) -> list[Episode]: ...
+
+    def store_turns(self, episodes: Sequence[NewEpisode], embeddings: Sequence[Vector | None]) -> list[tuple[Episode, bool]]:
+        """Store several episodes in one transaction, in order, each unless its event's episode
+        exists; (episode, created) per item. Raises NotFound when the memory is not in the project."""
+        ...
+
+    def list_turns(
+        self, project_id: str, memory_id: str, conversation_id: str, *, limit: int, cursor: Cursor | None,
+        newest_first: bool = False,
+    ) -> tuple[list[Episode], Cursor | None]:
+        """A conversation's episodes in ``(occurred_at, id)`` order (reversed with ``newest_first``),
+        strictly after ``cursor`` in that order; and the cursor of the next page (None on the last)."""
+        ...
+
+    def delete_turns(self, project_id: str, memory_id: str, *, conversation_id: str | None = None,
+                     turn_id: str | None = None) -> int:
+        """Delete the memory's episodes matching every given filter; how many were deleted."""
+        ...
 
     def search_similar(
         self, project_id: str, embedding: Vector, *, memory_ids: Sequence[str] | None = None, limit: int = 10

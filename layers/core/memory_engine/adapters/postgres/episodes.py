@@ -9,6 +9,7 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.domain.cursor import Cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.episodes import Episode, EpisodeHit, NewEpisode
@@ -17,6 +18,16 @@ _COLUMNS = (
     "id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at, transcript, messages, created_at,"
     " embedding IS NOT NULL AS has_embedding"
 )
+
+
+#: The position of a turn in its conversation: when it was said (the row's creation for an episode
+#: without a time), then its id.
+_TURN_ORDER = "coalesce(occurred_at, created_at)"
+
+
+def episode_id(episode: NewEpisode) -> str:
+    """The id given to a new episode: the one chosen by the caller, else a fresh one."""
+    return episode.id or ids.new_id(ids.EPISODE)
 
 
 def _episode(row: dict[str, Any]) -> Episode:
@@ -48,7 +59,7 @@ class PostgresEpisodeRepository:
                 RETURNING {_COLUMNS}
                 """,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 {
-                    "id": ids.new_id(ids.EPISODE), "project_id": episode.project_id, "memory_id": episode.memory_id,
+                    "id": episode_id(episode), "project_id": episode.project_id, "memory_id": episode.memory_id,
                     "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
                     "event_id": episode.event_id, "occurred_at": episode.occurred_at,
                     "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
@@ -83,6 +94,66 @@ class PostgresEpisodeRepository:
             f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND conversation_id = %s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             " ORDER BY occurred_at, created_at, id", (project_id, conversation_id))
         return [_episode(row) for row in rows]
+
+    def store_turns(self, episodes: Sequence[NewEpisode], embeddings: Sequence[Vector | None]) -> list[tuple[Episode, bool]]:
+        """One transaction; raises NotFound when the memory is not in the project."""
+        out: list[tuple[Episode, bool]] = []
+        with self._db.connection() as conn, conn.transaction():
+            for episode, embedding in zip(episodes, embeddings, strict=True):
+                row = conn.execute(
+                    f"""
+                    INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
+                                          transcript, messages, embedding)
+                    SELECT %(id)s, %(project_id)s, m.id, %(conversation_id)s, %(turn_id)s, %(event_id)s,
+                           %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s
+                      FROM memories m WHERE m.id = %(memory_id)s AND m.project_id = %(project_id)s
+                    ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING
+                    RETURNING {_COLUMNS}
+                    """,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                    {
+                        "id": episode_id(episode), "project_id": episode.project_id, "memory_id": episode.memory_id,
+                        "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
+                        "event_id": episode.event_id, "occurred_at": episode.occurred_at,
+                        "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
+                    },
+                ).fetchone()
+                if row is not None:
+                    out.append((_episode(row), True))
+                    continue
+                existing = conn.execute(
+                    f"SELECT {_COLUMNS} FROM episodes WHERE project_id = %s AND event_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+                    (episode.project_id, episode.event_id)).fetchone()
+                if existing is None:
+                    raise NotFound(f"memory {episode.memory_id} not found")
+                out.append((_episode(existing), False))
+        return out
+
+    def list_turns(
+        self, project_id: str, memory_id: str, conversation_id: str, *, limit: int, cursor: Cursor | None,
+        newest_first: bool = False,
+    ) -> tuple[list[Episode], Cursor | None]:
+        direction, after = ("DESC", "<") if newest_first else ("ASC", ">")
+        clauses = ["project_id = %(p)s", "memory_id = %(m)s", "conversation_id = %(c)s"]
+        params: dict[str, Any] = {"p": project_id, "m": memory_id, "c": conversation_id, "n": limit + 1}
+        if cursor is not None:
+            clauses.append(f"({_TURN_ORDER}, id) {after} (%(at)s, %(id)s)")
+            params |= {"at": cursor.created_at, "id": cursor.id}
+        rows = self._db.fetch_all(
+            f"SELECT {_COLUMNS}, {_TURN_ORDER} AS turn_at FROM episodes WHERE {' AND '.join(clauses)}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+            f" ORDER BY {_TURN_ORDER} {direction}, id {direction} LIMIT %(n)s", params)
+        page = rows[:limit]
+        following = Cursor(page[-1]["turn_at"], page[-1]["id"]) if len(rows) > limit else None
+        return [_episode(row) for row in page], following
+
+    def delete_turns(self, project_id: str, memory_id: str, *, conversation_id: str | None = None,
+                     turn_id: str | None = None) -> int:
+        with self._db.connection() as conn:
+            deleted = conn.execute(
+                "DELETE FROM episodes WHERE project_id = %(p)s AND memory_id = %(m)s"
+                " AND (%(c)s::text IS NULL OR conversation_id = %(c)s) AND (%(t)s::text IS NULL OR turn_id = %(t)s)",
+                {"p": project_id, "m": memory_id, "c": conversation_id, "t": turn_id},
+            ).rowcount
+        return int(deleted)
 
     def search_similar(
         self, project_id: str, embedding: Vector, *, memory_ids: Sequence[str] | None = None, limit: int = 10
