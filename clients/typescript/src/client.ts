@@ -122,6 +122,46 @@ export class MemoryEngineClient {
     return this.http.send("forget", { body: request });
   }
 
+  // --- conversation turns ---
+  /**
+   * Records up to 100 turns as the memory's episodes, in order. Turns without a `turn_id` get a fresh
+   * one here, so the call is retried safely; a `turn_id` already stored keeps the stored turn
+   * (`created: false`). `extract: true` queues the new user/assistant turns for fact extraction.
+   */
+  recordTurns(memoryId: string, conversationId: string, turns: m.TurnInput[],
+    { extract }: { extract?: boolean } = {}): Promise<m.TurnsRecorded> {
+    const body = {
+      conversation_id: conversationId,
+      turns: turns.map((turn) => ({ ...turn, turn_id: turn.turn_id ?? globalThis.crypto.randomUUID() })),
+      ...(extract === undefined ? {} : { extract }),
+    };
+    return this.http.send("record_turns", { pathParams: { memory_id: memoryId }, body });
+  }
+
+  /** A page of the conversation's turns, oldest first (`order: "desc"`: newest first). */
+  listTurns(memoryId: string, query: m.ListTurnsQuery): Promise<m.TurnPage> {
+    return this.http.send("list_turns", { pathParams: { memory_id: memoryId }, query });
+  }
+
+  /** Every turn of the conversation in order, following `next_cursor`. */
+  iterTurns(memoryId: string, query: m.IterQuery<m.ListTurnsQuery>): AsyncGenerator<m.Turn> {
+    return paginate((cursor) => this.listTurns(memoryId, pageQuery(query, cursor)));
+  }
+
+  /** Deletes the turn (in `conversationId` when given); `NotFoundError` when none matches. */
+  async deleteTurn(memoryId: string, turnId: string, { conversationId }: { conversationId?: string } = {}): Promise<void> {
+    await this.http.send("delete_turn", {
+      pathParams: { memory_id: memoryId, turn_id: turnId }, query: { conversation_id: conversationId },
+    });
+  }
+
+  /** Deletes every turn of the conversation (facts extracted from them stay: see `forget`). */
+  async deleteConversationTurns(memoryId: string, conversationId: string): Promise<void> {
+    await this.http.send("delete_conversation_turns", {
+      pathParams: { memory_id: memoryId }, query: { conversation_id: conversationId },
+    });
+  }
+
   // --- memory entries ---
   /**
    * The write funnel; `result.action` says what happened. `source_type: "agent"` (with

@@ -23,6 +23,10 @@ export type EntryBatchItem = Schemas["EntryBatchItem"];
 export type EntryBatchResult = Schemas["EntryBatchResult"];
 export type EntryBatchDeleteResult = Schemas["EntryBatchDeleteResult"];
 export type MemoryEntry = Schemas["MemoryEntry"];
+export type TurnInput = Schemas["TurnInput"];
+export type TurnsRecorded = Schemas["TurnsRecorded"];
+export type Turn = Schemas["Turn"];
+export type TurnPage = Schemas["TurnPage"];
 export type MemoryEntryPage = Schemas["MemoryEntryPage"];
 export type SearchRequest = Schemas["SearchRequest"];
 export type SearchResponse = Schemas["SearchResponseBody"];
@@ -55,6 +59,7 @@ export type ListEntriesQuery = QueryOf<"/v1/memory-entries", "get">;
 export type ListDocumentsQuery = QueryOf<"/v1/documents", "get">;
 export type ListExtractionRunsQuery = QueryOf<"/v1/extraction-runs", "get">;
 export type ExportQuery = QueryOf<"/v1/memories/{memory_id}/export", "get">;
+export type ListTurnsQuery = QueryOf<"/v1/memories/{memory_id}/turns", "get">;
 
 /** A list query without its cursor, `limit` being the page size: what the `iter*` methods take. */
 export type IterQuery<Q> = Omit<Q, "cursor">;

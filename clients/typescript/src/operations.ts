@@ -49,6 +49,11 @@ export const OPERATIONS = {
   export_memory: op("get", "/v1/memories/{memory_id}/export", true, { responseMedia: JSONL }),
   // every import creates a new memory: never repeated
   import_memory: op("post", "/v1/memories/import", false, { requestMedia: JSONL }),
+  // idempotent by turn_id: the client gives every turn one, so a repeat keeps the stored turns
+  record_turns: op("post", "/v1/memories/{memory_id}/turns", true),
+  list_turns: op("get", "/v1/memories/{memory_id}/turns", true),
+  delete_turn: op("delete", "/v1/memories/{memory_id}/turns/{turn_id}", true),
+  delete_conversation_turns: op("delete", "/v1/memories/{memory_id}/turns", true),
   write_entry: op("post", "/v1/memory-entries", false),
   list_entries: op("get", "/v1/memory-entries", true),
   get_entry: op("get", "/v1/memory-entries/{entry_id}", true),

@@ -155,3 +155,26 @@ test("typed errors from the engine", async () => {
   });
   await assert.rejects(me.getMemory("mem_missing"), NotFoundError);
 });
+
+test("conversation turns: recorded in order, idempotent by turn_id, listed and deleted", async () => {
+  const memory = await me.createMemory(unique("turns"));
+  const conversation = unique("conv");
+  const recorded = await me.recordTurns(memory.id, conversation, [
+    { role: "user", content: "My flight to Lisbon leaves on Friday." },
+    { role: "assistant", content: "Noted: Lisbon on Friday.", turn_id: "t-2" },
+  ]);
+  assert.equal(recorded.turns.length, 2);
+  assert.ok(recorded.turns.every((t) => t.created));
+  // the client gave the first turn an id, so sending the same turns again stores nothing new
+  const again = await me.recordTurns(memory.id, conversation, [
+    { role: "assistant", content: "Noted: Lisbon on Friday.", turn_id: "t-2" },
+  ]);
+  assert.equal(again.turns[0]!.created, false);
+  const turns = await collect(me.iterTurns(memory.id, { conversation_id: conversation, limit: 1 }));
+  assert.deepEqual(turns.map((t) => t.content), ["My flight to Lisbon leaves on Friday.", "Noted: Lisbon on Friday."]);
+  await me.deleteTurn(memory.id, "t-2", { conversationId: conversation });
+  assert.equal((await me.listTurns(memory.id, { conversation_id: conversation })).data.length, 1);
+  await me.deleteConversationTurns(memory.id, conversation);
+  assert.equal((await me.listTurns(memory.id, { conversation_id: conversation })).data.length, 0);
+  await assert.rejects(me.deleteTurn(memory.id, "t-2"), NotFoundError);
+});

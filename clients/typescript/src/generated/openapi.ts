@@ -33,12 +33,16 @@ export interface paths {
         /**
          * List documents
          * @description Newest first, cursor-paginated (`limit` 1..100, default 20). `path_prefix` matches the start of the path; `tags` are globs (comma-separated, ORed); `status` one of pending|processing|ready|failed.
+         *
+         *     Also enforced (422 naming the field): `cursor` is opaque: only the `next_cursor` of a previous page of this list is valid; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         get: operations["list__v1_documents_get"];
         put?: never;
         /**
          * Create a document from text
          * @description Ingestion runs in the background; 201 when a run started, 200 when the same text is already at that path (no-op). `chunk_strategy` defaults to `whole`. `wait: true` blocks until the document leaves `processing`, at most 25 s (then answers with the current state; poll `/status`). `path`: non-empty segments, none `.`, `..` or hidden (leading `.`), each at most 255 bytes of UTF-8, no control characters (422); `metadata` nested at most 32 levels (422). See docs/limits.md.
+         *
+         *     Also enforced (422 naming the field): `path`: segments not empty, `.`, `..` or hidden, each at most 255 bytes of UTF-8, no control characters; `chunk_overlap` must be smaller than `chunk_size` (given or default); text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         post: operations["create_v1_documents_post"];
         delete?: never;
@@ -59,6 +63,8 @@ export interface paths {
         /**
          * Create up to 100 documents from text
          * @description `{documents: [{path, content, title?, tags?, metadata?, chunk_*?}, ...]}` (1..100). Each item is validated and created on its own, in order: 200 with `results: [{index, action (created|unchanged|rejected), document | error}]` and the counts, even when some items are rejected. Ingestion runs in the background (poll each document's `/status`). Sending the same batch again is safe: items already stored answer `unchanged`.
+         *
+         *     Also enforced (422 naming the field): each item is a valid `POST /v1/documents` body.
          */
         post: operations["create_batch_v1_documents_batch_post"];
         delete?: never;
@@ -79,6 +85,8 @@ export interface paths {
         /**
          * Get an upload URL
          * @description A presigned S3 PUT URL for `projects/<project_id>/<path>` on AWS; locally a URL on the local server (a signed token, HMAC-SHA256) that writes the body into the drop folder. Either way the URL alone authorizes one upload of that path until `expires_at` (1 hour): PUT the bytes with the returned `headers` (never an API key); the upload starts ingestion (`chunk_strategy` defaults to `page`). A document whose URL expires unused ends `failed`. `path`: non-empty segments, none `.`, `..` or hidden (leading `.`), each at most 255 bytes of UTF-8, no control characters (422); `metadata` nested at most 32 levels (422). See docs/limits.md.
+         *
+         *     Also enforced (422 naming the field): `path`: segments not empty, `.`, `..` or hidden, each at most 255 bytes of UTF-8, no control characters; `chunk_overlap` must be smaller than `chunk_size` (given or default).
          */
         post: operations["upload_v1_documents_uploads_post"];
         delete?: never;
@@ -120,6 +128,8 @@ export interface paths {
         /**
          * Re-ingest a document
          * @description New chunk settings (omitted fields keep their values) and a new run; the old chunks stay searchable until the new set is complete. 202 (200 with `wait`). `wait: true` blocks until the document leaves `processing`, at most 25 s (then answers with the current state; poll `/status`).
+         *
+         *     Also enforced (422 naming the field): `chunk_overlap` must be smaller than `chunk_size` (given or default).
          */
         post: operations["ingest_v1_documents__document_id__ingest_post"];
         delete?: never;
@@ -160,6 +170,8 @@ export interface paths {
         /**
          * Embed text with the deployment's model
          * @description `{input}` or `{inputs: [...]}` (at most 256 inputs of 32,000 characters).
+         *
+         *     Also enforced (422 naming the field): exactly one of `input` and `inputs`.
          */
         post: operations["create_embeddings_v1_embeddings_post"];
         delete?: never;
@@ -180,6 +192,8 @@ export interface paths {
         /**
          * Send a turn.completed event (local only: the EventBridge stand-in)
          * @description The body is an EventBridge event with detail-type `turn.completed` (schema: docs/schemas/turn.completed.schema.json). `id`, `time`, `account`, `region`, `version`, `resources` are filled in when absent. 202 with the event id; `?wait=true` answers 200 with the extraction run once it finished.
+         *
+         *     Also enforced (422 naming the field): the body is a `turn.completed` event (docs/events.md).
          */
         post: operations["post_event_v1_events_post"];
         delete?: never;
@@ -198,6 +212,8 @@ export interface paths {
         /**
          * List extraction runs
          * @description One run per `turn.completed` event: its status (`running`, `completed`, `failed`), the summary counts `{candidates, created, updated, skipped, superseded}`, the error of a failed run and the stored episode. Newest first, cursor-paginated (`limit` 1..100, default 20; pass back `next_cursor`). Filters: `memory_id`, `status`, `event_id`.
+         *
+         *     Also enforced (422 naming the field): `cursor` is opaque: only the `next_cursor` of a previous page of this list is valid; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         get: operations["list__v1_extraction_runs_get"];
         put?: never;
@@ -220,6 +236,8 @@ export interface paths {
         /**
          * Forget what came from a conversation, or an entity of a memory
          * @description `{conversation_id, memory_id?}`: hard-deletes the entries written from that conversation (live and history), its episodes and extraction runs (in one memory with `memory_id`, else in the whole project). `{memory_id, entity}`: the entries of the memory linked to the entity, the episodes of the memory that name it (word boundaries, any case) and their extraction runs. Either way, entities no entry links any more are deleted too. Answers the counts and publishes `memory.forgotten` on the bus. A repeat deletes nothing more (zeros, no event). Unknown `memory_id`: 404.
+         *
+         *     Also enforced (422 naming the field): `conversation_id` (optionally with `memory_id`), or `memory_id` with `entity`.
          */
         post: operations["forget_route_v1_forget_post"];
         delete?: never;
@@ -254,13 +272,17 @@ export interface paths {
         };
         /**
          * List ingestion rules
-         * @description The project's rules, oldest first (at most 100 per project, one page).
+         * @description The project's rules, oldest first (at most 100 per project, one page: `next_cursor` is always null, so any `cursor` is 422).
+         *
+         *     Also enforced (422 naming the field): the list is one page: no `cursor` is valid.
          */
         get: operations["list__v1_ingestion_rules_get"];
         put?: never;
         /**
          * Create an ingestion rule
          * @description Admin scope; 201. `content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most specific matching glob wins (fewest wildcards, then the longest literal). `converter` is `{type: "http", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md for the protocol) or `{type: "ocr"}` (the built-in OCR). `native_extraction`: `first` (default: the native extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or `download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, converter type or size is 422; so is a converter URL on a loopback, private, link-local or metadata address (unless the operator allows the host in CONVERTER_ALLOWED_HOSTS). Header values are write-only: every answer shows them as `***`, and a PUT that sends `***` back for a header keeps its stored value (while the URL keeps its scheme, host and port). A second rule for the same glob is 409.
+         *
+         *     Also enforced (422 naming the field): `content_type_glob` is `type/subtype` with `*` or `?` wildcards; the converter URL is an absolute http(s) URL without credentials; `chunk_overlap` must be smaller than `chunk_size` (given or default).
          */
         post: operations["create_v1_ingestion_rules_post"];
         delete?: never;
@@ -284,6 +306,8 @@ export interface paths {
         /**
          * Replace an ingestion rule
          * @description Admin scope. The whole rule is replaced; documents ingested before keep their settings until their next ingestion. `content_type_glob` is `type/subtype` with `*`/`?` wildcards (e.g. `application/pdf`, `image/*`); the most specific matching glob wins (fewest wildcards, then the longest literal). `converter` is `{type: "http", url, headers?, timeout_s? (default 60, at most 240)}` (your service, see docs/ingestion.md for the protocol) or `{type: "ocr"}` (the built-in OCR). `native_extraction`: `first` (default: the native extractor, the converter when it cannot read the file) or `skip`. `file_delivery`: `base64` (default) or `download_url` (a signed, expiring GET URL; for large files). `chunk_strategy`/`chunk_size`/`chunk_overlap` override the entry point's default for files the rule matches (request fields still win). A bad glob, URL, converter type or size is 422; so is a converter URL on a loopback, private, link-local or metadata address (unless the operator allows the host in CONVERTER_ALLOWED_HOSTS). Header values are write-only: every answer shows them as `***`, and a PUT that sends `***` back for a header keeps its stored value (while the URL keeps its scheme, host and port). A second rule for the same glob is 409.
+         *
+         *     Also enforced (422 naming the field): `content_type_glob` is `type/subtype` with `*` or `?` wildcards; the converter URL is an absolute http(s) URL without credentials; `chunk_overlap` must be smaller than `chunk_size` (given or default).
          */
         put: operations["replace_v1_ingestion_rules__rule_id__put"];
         post?: never;
@@ -309,6 +333,8 @@ export interface paths {
         /**
          * Search memories and documents (hybrid retrieval)
          * @description `include`: `raw` adds each fact's structured form, `episodes` the stored turns, `synthesis` a short prose summary of the returned results by the chat model (`synthesis: {text, model, latency_ms}`; the only model call on the read path; absent and listed in `degraded` when no model is configured or the call fails; `results` are always returned).
+         *
+         *     Also enforced (422 naming the field): `query` or `query_embedding`; `query_embedding` has this deployment's dimensions; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         post: operations["search_v1_knowledge_search_post"];
         delete?: never;
@@ -363,6 +389,8 @@ export interface paths {
         /**
          * MCP (streamable HTTP, stateless)
          * @description The Model Context Protocol endpoint: POST one JSON-RPC message (`initialize`, `tools/list`, `tools/call`, ...); a request is answered with its JSON-RPC response (200, `application/json`), a notification or a response with 202. Stateless: no `Mcp-Session-Id`, no server-sent events. Same bearer keys as the API: the key's project is the MCP session's; `read` is needed to connect, tools that write need `write` (a tool error otherwise). Tools: search_knowledge, write_memory, list_memories, create_memory, get_memory_entries, delete_memory_entry, add_document, document_status (see docs/mcp.md).
+         *
+         *     Also enforced (422 naming the field): the body is a JSON-RPC message of the Model Context Protocol.
          */
         post: operations["mcp_v1_mcp_post"];
         delete?: never;
@@ -381,12 +409,16 @@ export interface paths {
         /**
          * List memories
          * @description Newest first, cursor-paginated (`limit` 1..100, default 20; pass back `next_cursor`). `tags` filters with glob patterns (`*` any run of characters, `?` one character); several patterns (comma-separated or the parameter repeated) are ORed: a memory matches when any of its tags matches any pattern.
+         *
+         *     Also enforced (422 naming the field): `cursor` is opaque: only the `next_cursor` of a previous page of this list is valid; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         get: operations["list__v1_memories_get"];
         put?: never;
         /**
          * Create a memory
          * @description Creates a memory container; 201. Limits: name 1..200 characters (required on create), description up to 2,000 characters, up to 50 tags of 1..128 characters each (422 beyond), metadata a JSON object up to 16 KB (413 beyond) nested at most 32 levels (422). No NUL or unpaired surrogate in any string (422); see docs/limits.md.
+         *
+         *     Also enforced (422 naming the field): `name` is required and not blank; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         post: operations["create_v1_memories_post"];
         delete?: never;
@@ -406,7 +438,9 @@ export interface paths {
         put?: never;
         /**
          * Import a memory from a JSONL export
-         * @description The body is an export (`Content-Type: application/x-ndjson`). Creates a new memory in the caller's project with new ids; the exported ids are kept in `metadata.imported_from` of the memory and each entry; history, timestamps and provenance are kept. Vectors are used only when the export's model id and dimensions are this deployment's; otherwise, and for rows without one, this deployment's model embeds again (a project never mixes two models' vectors). 201 with the counts; a bad line is 422 naming it.
+         * @description The body is an export (`Content-Type: application/x-ndjson`). Creates a new memory in the caller's project with new ids; the exported ids are kept in `metadata.imported_from` of the memory and each entry; history, timestamps and provenance are kept. Vectors are used only when the export's model id and dimensions are this deployment's; otherwise, and for rows without one, this deployment's model embeds again (a project never mixes two models' vectors). All or nothing: up to 5000 rows in one transaction; a larger import marks its memory `metadata.import_status: "partial"` until the last line is stored, and running it again replaces a partial copy. 201 with the counts; a bad line is 422 naming it (and, for a larger import, the partial memory).
+         *
+         *     Also enforced (422 naming the field): the body is a memory-engine export (JSONL: a header line, a memory line, rows).
          */
         post: operations["import_route_v1_memories_import_post"];
         delete?: never;
@@ -430,6 +464,8 @@ export interface paths {
         /**
          * Update a memory
          * @description Replaces the fields sent; fields not sent are kept. `null` clears `description` and `metadata`; `null` or `[]` clears `tags`; `name` cannot be cleared. Limits: name 1..200 characters (required on create), description up to 2,000 characters, up to 50 tags of 1..128 characters each (422 beyond), metadata a JSON object up to 16 KB (413 beyond) nested at most 32 levels (422). No NUL or unpaired surrogate in any string (422); see docs/limits.md.
+         *
+         *     Also enforced (422 naming the field): `name` cannot be cleared; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         put: operations["update_v1_memories__memory_id__put"];
         post?: never;
@@ -463,6 +499,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/memories/{memory_id}/turns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a conversation's turns
+         * @description The conversation's turns in order (`occurred_at`, then the order sent), oldest first; `order=desc` pages from the newest. Cursor-paginated (`limit` 1..100, default 20; pass back `next_cursor`). Episodes written by `turn.completed` events are listed too: one with several messages has `role` null and its transcript as `content`. Unknown memory or another project's: 404.
+         */
+        get: operations["list__v1_memories__memory_id__turns_get"];
+        put?: never;
+        /**
+         * Record conversation turns
+         * @description Stores each turn as one of the memory's episodes (the rows a `turn.completed` event writes), in the order sent, embedded for `include: ["episodes"]` search. Idempotent by `turn_id` within the memory and conversation: a turn sent again keeps the stored one (`created: false`); without `turn_id` the server makes one up (returned). `occurred_at` defaults to the time of the request; a conversation's turns are ordered by `occurred_at`, then by the order they were sent. `extract: true` with a chat model configured also queues each new user/assistant turn for fact extraction, exactly as a `turn.completed` event would (`extraction: "queued"`, runs in `GET /v1/extraction-runs`); without a chat model `extraction` is `no_chat_model` and the turns are stored all the same. 201. Limits: 1..100 turns per request; `content` non-blank, at most 1,048,576 bytes of UTF-8 (413 beyond); `metadata` a JSON object up to 64 KB (413) nested at most 32 levels (422); `conversation_id` and `turn_id` 1..256 characters; `role` one of user, assistant, system, tool; no NUL or unpaired surrogate in any string (422).
+         */
+        post: operations["record_v1_memories__memory_id__turns_post"];
+        /**
+         * Delete a conversation's turns
+         * @description Deletes every turn of `conversation_id` in the memory; 204 (also when it had none). Facts already extracted stay: `POST /v1/forget` with the conversation removes those.
+         */
+        delete: operations["delete_conversation_v1_memories__memory_id__turns_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{memory_id}/turns/{turn_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a turn
+         * @description Deletes the turn with this `turn_id` (in `conversation_id` when given, else in every conversation of the memory); 204, or 404 when no turn matches. Facts already extracted from it stay: use `POST /v1/forget` with the conversation to remove those.
+         */
+        delete: operations["delete_one_v1_memories__memory_id__turns__turn_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memory-entries": {
         parameters: {
             query?: never;
@@ -473,12 +557,16 @@ export interface paths {
         /**
          * List memory entries
          * @description Newest first, cursor-paginated (`limit` 1..100, default 20; pass back `next_cursor`). Invalidated (superseded) entries are hidden unless `include_invalidated=true`. Without `memory_id`, lists the project's entries across memories.
+         *
+         *     Also enforced (422 naming the field): `cursor` is opaque: only the `next_cursor` of a previous page of this list is valid; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         get: operations["list__v1_memory_entries_get"];
         put?: never;
         /**
          * Write a memory entry (the write funnel)
          * @description Embeds the fact (best-effort), compares it with the most similar live entries of the memory and answers `action`: `skipped` (200, the existing entry; similarity >= `duplicate_threshold`, default 0.95) or `created` (201). A manual write (any `source_type` but `agent`) never merges or supersedes. `source_type: "agent"` (optionally with `agent: {model?, generation_id?}`) is the agent write path: with a chat model configured, a live fact with similarity >= 0.75 is merged into one sentence (`updated`, 200) or, when the model judges a contradiction, invalidated and replaced (`superseded`, 200, with `superseded_entry_id`); provenance of a merged entry is kept. With no chat model configured, or when the model fails, the agent write is created as a manual one and `degraded` says why. Unknown memory or another project's: 404. Limits: `content` is one atomic fact, non-blank (422), at most 8,000 characters (413 beyond); up to 50 `tags` of 1..128 characters (422); `metadata` a JSON object or null, at most 16 KB (413), nested at most 32 levels (422); up to 20 `entities` `{name, type}`; `confidence` 0..1 (422); `valid_to` not before `valid_from` (422); timestamps within years 1..9999 in UTC; no NUL or unpaired surrogate in any string (422). See docs/limits.md.
+         *
+         *     Also enforced (422 naming the field): `content` must hold more than whitespace; `valid_to` not before `valid_from`; timestamps within the years 1..9999 in UTC; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         post: operations["create_v1_memory_entries_post"];
         delete?: never;
@@ -499,11 +587,15 @@ export interface paths {
         /**
          * Write up to 100 memory entries (the write funnel, in order)
          * @description `{entries: [<a POST /v1/memory-entries body>, ...] (1..100), duplicate_threshold?}`; items may name different memories of the project. Each item goes through the write funnel in order, so a fact repeated inside the batch is `skipped` against the earlier one, and sending the same batch again skips every item already stored. The texts are embedded ahead in a few batched model calls (an item whose embedding failed is stored without a vector, as a single write would store it). 200 with `results: [{index, action (created|skipped|rejected), entry | error}]` and the counts, even when some items are rejected (a validation error, an unknown memory, an item over a limit: `error` says which). This manual path never merges or supersedes.
+         *
+         *     Also enforced (422 naming the field): each item is a valid `POST /v1/memory-entries` body.
          */
         post: operations["write_batch_v1_memory_entries_batch_post"];
         /**
          * Delete up to 100 memory entries by id
          * @description `{ids: [...]}` (1..100). 200 with `results: [{index, id, action (deleted|not_found)}]` and the counts; an id of another project, or one already deleted, is `not_found` (so a retry is safe).
+         *
+         *     Also enforced (422 naming the field): text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         delete: operations["delete_batch_v1_memory_entries_batch_delete"];
         options?: never;
@@ -526,6 +618,8 @@ export interface paths {
         /**
          * Replace fields of a memory entry
          * @description The fields sent replace the stored ones outright (no merge): `tags: null` or `[]` clears the tags, `metadata: null` clears the metadata; fields not sent are kept. Changing `content`, `entities`, `subject` or `object` re-embeds the entry. Provenance cannot be changed. An invalidated entry is history and answers 409 Conflict. Limits: `content` is one atomic fact, non-blank (422), at most 8,000 characters (413 beyond); up to 50 `tags` of 1..128 characters (422); `metadata` a JSON object or null, at most 16 KB (413), nested at most 32 levels (422); up to 20 `entities` `{name, type}`; `confidence` 0..1 (422); `valid_to` not before `valid_from` (422); timestamps within years 1..9999 in UTC; no NUL or unpaired surrogate in any string (422). See docs/limits.md.
+         *
+         *     Also enforced (422 naming the field): `content` and `confidence` cannot be cleared; `valid_to` not before `valid_from`; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         put: operations["replace_v1_memory_entries__entry_id__put"];
         post?: never;
@@ -1692,6 +1786,21 @@ export interface components {
             };
         };
         /**
+         * RecordedTurn
+         * @description One turn of the 201 answer: ``created`` false when this ``turn_id`` was stored before (the
+         *     stored turn is kept as it was).
+         */
+        RecordedTurn: {
+            /** Created */
+            created: boolean;
+            /** Id */
+            id: string;
+            /** Occurred At */
+            occurred_at: string | null;
+            /** Turn Id */
+            turn_id: string;
+        };
+        /**
          * ReingestRequest
          * @description `POST /v1/documents/{id}/ingest`.
          */
@@ -1808,6 +1917,106 @@ export interface components {
             }[];
         };
         /**
+         * Turn
+         * @description A turn as ``GET /v1/memories/{memory_id}/turns`` returns it. An episode written by a
+         *     ``turn.completed`` event with several messages has ``role`` null and its transcript as
+         *     ``content``; ``messages`` always holds every message of the episode.
+         */
+        Turn: {
+            /** Content */
+            content: string;
+            /** Conversation Id */
+            conversation_id: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: string;
+            /** Memory Id */
+            memory_id: string;
+            /** Messages */
+            messages: {
+                [key: string]: unknown;
+            }[];
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** Occurred At */
+            occurred_at: string | null;
+            /** Role */
+            role: ("user" | "assistant" | "system" | "tool") | null;
+            /** Turn Id */
+            turn_id: string | null;
+        };
+        /**
+         * TurnInput
+         * @description One turn of ``POST /v1/memories/{memory_id}/turns``. ``turn_id`` makes the write idempotent
+         *     (the server makes one up when absent); ``occurred_at`` defaults to the time of the request.
+         */
+        TurnInput: {
+            /** Content */
+            content: string;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** Occurred At */
+            occurred_at?: string | null;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "user" | "assistant" | "system" | "tool";
+            /** Turn Id */
+            turn_id?: string | null;
+        };
+        /** TurnPage */
+        TurnPage: {
+            /** Data */
+            data: components["schemas"]["Turn"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /**
+         * TurnsRecorded
+         * @description ``extraction``: ``queued`` (the new user/assistant turns go to fact extraction; each
+         *     ``extraction_event_ids`` item is the id of its run, see ``GET /v1/extraction-runs``),
+         *     ``not_requested`` (``extract`` false) or ``no_chat_model`` (none configured: nothing to extract with).
+         */
+        TurnsRecorded: {
+            /** Conversation Id */
+            conversation_id: string;
+            /**
+             * Extraction
+             * @enum {string}
+             */
+            extraction: "queued" | "not_requested" | "no_chat_model";
+            /** Extraction Event Ids */
+            extraction_event_ids?: string[];
+            /** Memory Id */
+            memory_id: string;
+            /** Turns */
+            turns: components["schemas"]["RecordedTurn"][];
+        };
+        /**
+         * TurnsRequest
+         * @description Body of ``POST /v1/memories/{memory_id}/turns``.
+         */
+        TurnsRequest: {
+            /** Conversation Id */
+            conversation_id: string;
+            /**
+             * Extract
+             * @default false
+             */
+            extract?: boolean;
+            /** Turns */
+            turns: components["schemas"]["TurnInput"][];
+        };
+        /**
          * UploadRequest
          * @description `POST /v1/documents/uploads`.
          */
@@ -1884,6 +2093,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the signed token of the URL the engine handed out (base64url payload `.` signature) */
                 token: string;
             };
             cookie?: never;
@@ -1967,11 +2177,11 @@ export interface operations {
     list__v1_documents_get: {
         parameters: {
             query?: {
-                path_prefix?: string | null;
-                tags?: string | null;
-                status?: string | null;
+                path_prefix?: string;
+                tags?: string;
+                status?: string;
                 limit?: number;
-                cursor?: string | null;
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -2102,6 +2312,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -2173,6 +2392,15 @@ export interface operations {
             };
             /** @description a body, field or metadata over its documented limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2258,6 +2486,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -2283,6 +2520,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a document id (`doc_` and 26 characters) */
                 document_id: string;
             };
             cookie?: never;
@@ -2350,6 +2588,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a document id (`doc_` and 26 characters) */
                 document_id: string;
             };
             cookie?: never;
@@ -2415,6 +2654,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a document id (`doc_` and 26 characters) */
                 document_id: string;
             };
             cookie?: never;
@@ -2488,6 +2728,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -2513,6 +2762,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a document id (`doc_` and 26 characters) */
                 document_id: string;
             };
             cookie?: never;
@@ -2633,6 +2883,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -2733,6 +2992,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -2756,11 +3024,11 @@ export interface operations {
     list__v1_extraction_runs_get: {
         parameters: {
             query?: {
-                memory_id?: string | null;
-                status?: ("running" | "completed" | "failed") | null;
-                event_id?: string | null;
+                memory_id?: string;
+                status?: "running" | "completed" | "failed";
+                event_id?: string;
                 limit?: number;
-                cursor?: string | null;
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -2891,6 +3159,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -2951,7 +3228,9 @@ export interface operations {
     };
     list__v1_ingestion_rules_get: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2987,6 +3266,15 @@ export interface operations {
             };
             /** @description the key lacks the scope this route needs */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a field fails validation (`details` names each field) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3072,6 +3360,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -3097,6 +3394,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description an ingestion rule id (`rule_` and 26 characters) */
                 rule_id: string;
             };
             cookie?: never;
@@ -3164,6 +3462,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description an ingestion rule id (`rule_` and 26 characters) */
                 rule_id: string;
             };
             cookie?: never;
@@ -3237,6 +3536,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -3262,6 +3570,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description an ingestion rule id (`rule_` and 26 characters) */
                 rule_id: string;
             };
             cookie?: never;
@@ -3380,6 +3689,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -3405,6 +3723,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the signed token of the URL the engine handed out (base64url payload `.` signature) */
                 token: string;
             };
             cookie?: never;
@@ -3452,6 +3771,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description the signed token of the URL the engine handed out (base64url payload `.` signature) */
                 token: string;
             };
             cookie?: never;
@@ -3597,6 +3917,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -3620,9 +3949,9 @@ export interface operations {
     list__v1_memories_get: {
         parameters: {
             query?: {
-                tags?: string[] | null;
+                tags?: string[];
                 limit?: number;
-                cursor?: string | null;
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3744,6 +4073,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -3822,6 +4160,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -3847,6 +4194,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a memory id (`mem_` and 26 characters) */
                 memory_id: string;
             };
             cookie?: never;
@@ -3914,6 +4262,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a memory id (`mem_` and 26 characters) */
                 memory_id: string;
             };
             cookie?: never;
@@ -3978,6 +4327,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -4005,6 +4363,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description a memory id (`mem_` and 26 characters) */
                 memory_id: string;
             };
             cookie?: never;
@@ -4090,6 +4449,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description a memory id (`mem_` and 26 characters) */
                 memory_id: string;
             };
             cookie?: never;
@@ -4170,13 +4530,349 @@ export interface operations {
             };
         };
     };
+    list__v1_memories__memory_id__turns_get: {
+        parameters: {
+            query: {
+                conversation_id: string;
+                order?: "asc" | "desc";
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description a memory id (`mem_` and 26 characters) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of turns */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnPage"];
+                };
+            };
+            /** @description malformed request (framing, control characters in the path or a header, a body that is not UTF-8) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the scope this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such resource in the key's project (another project's id is 404, never 403) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a field fails validation (`details` names each field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing service (database, embedding model) is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    record_v1_memories__memory_id__turns_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a memory id (`mem_` and 26 characters) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TurnsRequest"];
+            };
+        };
+        responses: {
+            /** @description the stored turns, in the order sent */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnsRecorded"];
+                };
+            };
+            /** @description malformed request (e.g. a body that is not JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the scope this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such resource in the key's project (another project's id is 404, never 403) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a body, field or metadata over its documented limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a field fails validation (`details` names each field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing service (database, embedding model) is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_conversation_v1_memories__memory_id__turns_delete: {
+        parameters: {
+            query: {
+                conversation_id: string;
+            };
+            header?: never;
+            path: {
+                /** @description a memory id (`mem_` and 26 characters) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed request (framing, control characters in the path or a header, a body that is not UTF-8) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the scope this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such resource in the key's project (another project's id is 404, never 403) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a field fails validation (`details` names each field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing service (database, embedding model) is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_one_v1_memories__memory_id__turns__turn_id__delete: {
+        parameters: {
+            query?: {
+                conversation_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description a memory id (`mem_` and 26 characters) */
+                memory_id: string;
+                turn_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed request (framing, control characters in the path or a header, a body that is not UTF-8) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, malformed, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the key lacks the scope this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such resource in the key's project (another project's id is 404, never 403) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a field fails validation (`details` names each field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a backing service (database, embedding model) is unavailable; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list__v1_memory_entries_get: {
         parameters: {
             query?: {
-                memory_id?: string | null;
+                memory_id?: string;
                 include_invalidated?: boolean;
                 limit?: number;
-                cursor?: string | null;
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -4325,6 +5021,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -4396,6 +5101,15 @@ export interface operations {
             };
             /** @description a body, field or metadata over its documented limit */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4481,6 +5195,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -4506,6 +5229,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description an entry id (`ment_` and 26 characters) */
                 entry_id: string;
             };
             cookie?: never;
@@ -4573,6 +5297,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description an entry id (`ment_` and 26 characters) */
                 entry_id: string;
             };
             cookie?: never;
@@ -4646,6 +5371,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description a body labelled with a content type the route does not read (send `application/json`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description a field fails validation (`details` names each field) */
             422: {
                 headers: {
@@ -4671,6 +5405,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description an entry id (`ment_` and 26 characters) */
                 entry_id: string;
             };
             cookie?: never;
