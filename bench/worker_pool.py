@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from memory_engine.http.embeddings import MAX_TOTAL_CHARS
+from memory_engine.domain.requests import MAX_TOTAL_CHARS
 from memory_engine.local.engine import LocalEngine
 from memory_engine.settings import Settings
 

@@ -81,7 +81,8 @@ class MemoryEngineService(System):
 
             beir.seed(self.container, self.project_id, ds.beir)
         else:
-            from memory_engine.services.ingestion.documents import CreateTextDocument, create_text_document, run_name
+            from memory_engine.domain.requests import CreateTextDocument
+            from memory_engine.services.ingestion.documents import create_text_document, run_name
 
             c = self.container
             runs = []

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from memory_engine.http.embeddings import MAX_TOTAL_CHARS
+from memory_engine.domain.requests import MAX_TOTAL_CHARS
 from memory_engine.local.engine import LocalEngine
 from memory_engine.settings import Settings
 

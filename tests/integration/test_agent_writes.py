@@ -10,8 +10,9 @@ import pytest
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.entries import NewEntry
+from memory_engine.domain.write_decision import AgentContext
 from memory_engine.ports.chat import ChatModel, NoChatModel
-from memory_engine.services.write_entry import MERGE_MODEL_FAILED, MERGE_NO_MODEL, AgentContext, write_entry
+from memory_engine.services.write_entry import MERGE_MODEL_FAILED, MERGE_NO_MODEL, write_entry
 from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient
 from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, ScriptedChat, write

@@ -19,9 +19,10 @@ import pytest
 from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.bootstrap import set_container
 from memory_engine.domain.converter_protocol import CALLBACK_ROUTE_PREFIX
+from memory_engine.domain.requests import CreateTextDocument
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.ingestion_slots import LocalPipelineStarter
-from memory_engine.services.ingestion.documents import CreateTextDocument, create_text_document
+from memory_engine.services.ingestion.documents import create_text_document
 from memory_engine.settings import Settings
 from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient

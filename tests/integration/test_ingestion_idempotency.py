@@ -9,9 +9,10 @@ import pytest
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.documents import FILE_DEFAULTS, ChunkSettings, ChunkStrategy, DocumentRun, EmbedBatchInput
+from memory_engine.domain.requests import CreateTextDocument, ReingestRequest
 from memory_engine.errors import EmbeddingThrottled
 from memory_engine.services.ingestion import steps
-from memory_engine.services.ingestion.documents import CreateTextDocument, ReingestRequest, reingest
+from memory_engine.services.ingestion.documents import reingest
 from tests.support.ingestion import fast_runner, object_created_event
 
 TEXT = "\n\n".join(f"Paragraph {i}: the pipeline stores chunk number {i} about topic {i % 7}." for i in range(60))

@@ -14,11 +14,12 @@ from memory_engine.adapters.local.event_sinks import LocalDeadLetters
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.bootstrap import Container
 from memory_engine.domain.documents import FILE_DEFAULTS
+from memory_engine.domain.requests import CreateTextDocument
 from memory_engine.domain.validation import CLIPPED
 from memory_engine.errors import DatabaseError, InvalidInput
 from memory_engine.ports.blobs import BlobStoreError
 from memory_engine.ports.documents import NewDocument
-from memory_engine.services.ingestion.documents import CreateTextDocument, create_text_document
+from memory_engine.services.ingestion.documents import create_text_document
 from memory_engine.services.ingestion.steps import IngestionPorts
 from tests.support.api_client import ApiClient
 from tests.support.extraction import turn_event

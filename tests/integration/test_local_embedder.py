@@ -60,7 +60,7 @@ def test_embeddings_endpoint_returns_vectors_of_the_deployment_model(api: ApiCli
 
 
 def test_embeddings_over_the_per_request_bound_answer_413_before_any_model_work(api: ApiClient) -> None:
-    from memory_engine.http.embeddings import MAX_INPUTS, MAX_TOTAL_CHARS
+    from memory_engine.domain.requests import MAX_INPUTS, MAX_TOTAL_CHARS
 
     # Given requests past the documented bound (64 inputs x 32,000 characters took 6 s and 1.5 GB before)
     too_long = {"inputs": ["word " * 6_400] * 64}

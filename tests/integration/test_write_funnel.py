@@ -12,10 +12,11 @@ import pytest
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.entries import EntityRef, NewEntry
+from memory_engine.domain.write_decision import AgentContext
 from memory_engine.errors import ChatModelError, ChatModelNotConfigured, NotFound
 from memory_engine.ports.chat import ChatModel
 from memory_engine.services.memories import EntryReplacement, replace_entry
-from memory_engine.services.write_entry import AgentContext, write_entry
+from memory_engine.services.write_entry import write_entry
 from tests.support.api_client import ApiClient
 from tests.support.memories import ALLERGY, ALLERGY_MORE, BLUE, GREEN, FailingEmbedder, ScriptedChat, write
 

@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.entries import NewEntry
-from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
+from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, AgentContext
 from memory_engine.errors import ChatModelError, EmbeddingError
 from memory_engine.ports.chat import ChatModel, ChatRequest
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
-from memory_engine.services.write_entry import AgentContext, WriteResult, write_entry
+from memory_engine.services.write_entry import WriteResult, write_entry
 
 
 def write(container: Container, *, project_id: str, entry: NewEntry,

@@ -29,6 +29,9 @@ FORBIDDEN = {
     "services": ("adapters", *DRIVERS),
     # adapters take their configuration as arguments (the composition root reads the settings)
     "adapters": ("services", "settings", *DRIVERS),
+    # two faces over one set of services: the MCP tools call the services and serialize their models
+    # as the HTTP routes do, never through the routes' modules
+    "mcp_server": ("http",),
 }
 
 Graph = Mapping[str, set[str]]

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from memory_engine.domain.documents import normalize_path
 from memory_engine.domain.entries import MemoryEntry, NewEntry
 from memory_engine.domain.events import TurnCompletedEvent
+from memory_engine.domain.requests import CreateTextDocument, MemoryFields, UploadRequest
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.domain.validation import (
     CLIPPED,
@@ -22,8 +23,7 @@ from memory_engine.domain.validation import (
     readable_json,
     scrub_text,
 )
-from memory_engine.services.ingestion.documents import CreateTextDocument, UploadRequest
-from memory_engine.services.memories import EntryReplacement, MemoryFields
+from memory_engine.services.memories import EntryReplacement
 from tests.support.extraction import turn_event
 
 

@@ -48,6 +48,7 @@ def test_every_path_parameter_states_what_it_can_be() -> None:
     real = {
         "memory_id": ids.new_id(ids.MEMORY), "entry_id": ids.new_id(ids.ENTRY),
         "document_id": ids.new_id(ids.DOCUMENT), "rule_id": ids.new_id(ids.RULE),
+        "turn_id": ["t-2", "call_9f8e 7d6c", "2026-12-04T10:00:00Z#user"],
         "token": [sign_upload_token(b"k" * 32, key="projects/p/a.md", project_id="proj_x", expires_at=later),
                   sign_callback_token(b"k" * 32, project_id="proj_x", document_id="doc_x", generation=1,
                                       expires_at=later)],

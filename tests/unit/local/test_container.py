@@ -26,7 +26,7 @@ def test_the_base_container_has_no_local_runtime_pieces(tmp_path: Path) -> None:
     base = Container(_settings(tmp_path))
     with pytest.raises(ConfigurationError, match="INGESTION_STATE_MACHINE_ARN"):
         _ = base.pipeline_starter
-    with pytest.raises(ConfigurationError, match="local runtime"):
+    with pytest.raises(ConfigurationError, match="EXTRACTION_QUEUE_URL"):  # on AWS the queue is SQS
         _ = base.event_queue
     assert base.upload_inbox is None
 

@@ -509,17 +509,23 @@ export interface paths {
         /**
          * List a conversation's turns
          * @description The conversation's turns in order (`occurred_at`, then the order sent), oldest first; `order=desc` pages from the newest. Cursor-paginated (`limit` 1..100, default 20; pass back `next_cursor`). Episodes written by `turn.completed` events are listed too: one with several messages has `role` null and its transcript as `content`. Unknown memory or another project's: 404.
+         *
+         *     Also enforced (422 naming the field): `cursor` is opaque: only the `next_cursor` of a previous page of this list is valid; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         get: operations["list__v1_memories__memory_id__turns_get"];
         put?: never;
         /**
          * Record conversation turns
          * @description Stores each turn as one of the memory's episodes (the rows a `turn.completed` event writes), in the order sent, embedded for `include: ["episodes"]` search. Idempotent by `turn_id` within the memory and conversation: a turn sent again keeps the stored one (`created: false`); without `turn_id` the server makes one up (returned). `occurred_at` defaults to the time of the request; a conversation's turns are ordered by `occurred_at`, then by the order they were sent. `extract: true` with a chat model configured also queues each new user/assistant turn for fact extraction, exactly as a `turn.completed` event would (`extraction: "queued"`, runs in `GET /v1/extraction-runs`); without a chat model `extraction` is `no_chat_model` and the turns are stored all the same. 201. Limits: 1..100 turns per request; `content` non-blank, at most 1,048,576 bytes of UTF-8 (413 beyond); `metadata` a JSON object up to 64 KB (413) nested at most 32 levels (422); `conversation_id` and `turn_id` 1..256 characters; `role` one of user, assistant, system, tool; no NUL or unpaired surrogate in any string (422).
+         *
+         *     Also enforced (422 naming the field): each turn's `content` holds more than whitespace and at most 1 MB of UTF-8, its `metadata` at most 64 KB; text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         post: operations["record_v1_memories__memory_id__turns_post"];
         /**
          * Delete a conversation's turns
          * @description Deletes every turn of `conversation_id` in the memory; 204 (also when it had none). Facts already extracted stay: `POST /v1/forget` with the conversation removes those.
+         *
+         *     Also enforced (422 naming the field): text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         delete: operations["delete_conversation_v1_memories__memory_id__turns_delete"];
         options?: never;
@@ -540,6 +546,8 @@ export interface paths {
         /**
          * Delete a turn
          * @description Deletes the turn with this `turn_id` (in `conversation_id` when given, else in every conversation of the memory); 204, or 404 when no turn matches. Facts already extracted from it stay: use `POST /v1/forget` with the conversation to remove those.
+         *
+         *     Also enforced (422 naming the field): text (query parameters too) must not hold NUL or unpaired surrogates (docs/limits.md).
          */
         delete: operations["delete_one_v1_memories__memory_id__turns__turn_id__delete"];
         options?: never;
@@ -1131,7 +1139,8 @@ export interface components {
         };
         /**
          * EntryWriteResult
-         * @description The entry written (or the existing one, when skipped) and what the funnel did.
+         * @description What the write funnel answers every face: the entry written (or the existing one, when skipped)
+         *     and what the funnel did.
          */
         EntryWriteResult: {
             /**
@@ -4797,6 +4806,7 @@ export interface operations {
             path: {
                 /** @description a memory id (`mem_` and 26 characters) */
                 memory_id: string;
+                /** @description the turn's own id, as it was recorded (1..256 characters, no control characters) */
                 turn_id: string;
             };
             cookie?: never;

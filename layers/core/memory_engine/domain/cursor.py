@@ -12,6 +12,7 @@ import binascii
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from memory_engine.domain.validation import loads_json, storable_datetime, storable_text
 from memory_engine.errors import InvalidInput
@@ -62,3 +63,8 @@ def next_cursor(rows_created_ids: list[tuple[datetime, str]], limit: int) -> str
         return None
     created_at, row_id = rows_created_ids[limit - 1]
     return encode_cursor(created_at, row_id)
+
+
+def page(data: list[Any], next_cursor: str | None) -> dict[str, Any]:
+    """The SPEC's list shape."""
+    return {"data": data, "next_cursor": next_cursor}

@@ -232,3 +232,22 @@ class Memory(BaseModel):
     default_ttl: int | None = None
     created_at: datetime
     updated_at: datetime
+
+
+class EntryWriteResult(MemoryEntry):
+    """What the write funnel answers every face: the entry written (or the existing one, when skipped)
+    and what the funnel did."""
+
+    action: Literal["created", "skipped", "updated", "superseded"]
+    superseded_entry_id: str | None = Field(None, description="present when `action` is `superseded`")
+    degraded: list[str] | None = Field(None, description="agent writes only: why the write could not merge or "
+                                                         "supersede (no chat model configured, or the model failed)")
+
+    def to_body(self) -> dict[str, Any]:
+        """The wire shape: the entry's fields and ``action``; ``superseded_entry_id`` and ``degraded``
+        only when they say something."""
+        body = self.model_dump(mode="json")
+        for optional in ("superseded_entry_id", "degraded"):
+            if not body[optional]:
+                del body[optional]
+        return body

@@ -133,3 +133,14 @@ def merge_metadata(existing: dict[str, Any] | None, incoming: dict[str, Any] | N
     if existing is None and incoming is None:
         return None
     return {**(existing or {}), **(incoming or {})}
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """Present on agent and extraction writes: similar facts may be merged or superseded.
+
+    ``model`` overrides the chat model id; ``timeout`` bounds the arbitration call (seconds).
+    """
+
+    model: str | None = None
+    timeout: float = 20.0

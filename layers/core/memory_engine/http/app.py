@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 
 from memory_engine import __version__
 from memory_engine.bootstrap import get_container
+from memory_engine.domain.serialization import dumps
 from memory_engine.domain.validation import MAX_BODY_DEPTH, json_text_too_deep, text_problem
 from memory_engine.errors import (
     BadRequest,
@@ -32,7 +33,7 @@ from memory_engine.errors import (
 )
 from memory_engine.http.auth import current_principal
 from memory_engine.http.methods import allowed_methods
-from memory_engine.http.responses import dumps, error_response
+from memory_engine.http.responses import error_response
 
 logger = logging.getLogger(__name__)
 

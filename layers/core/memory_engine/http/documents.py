@@ -10,10 +10,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT, page
 from memory_engine.domain.documents import Document
+from memory_engine.domain.requests import (
+    MAX_BATCH_DOCUMENTS,
+    CreateTextDocument,
+    ReingestRequest,
+    TextDocumentBatch,
+    UploadRequest,
+)
 from memory_engine.http.auth import require
-from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content
 from memory_engine.http.schemas import (
     AUTHENTICATED,
     WITH_BODY,
@@ -24,12 +31,7 @@ from memory_engine.http.schemas import (
     documented,
 )
 from memory_engine.services.ingestion.documents import (
-    MAX_BATCH_DOCUMENTS,
     WAIT_LIMIT_SECONDS,
-    CreateTextDocument,
-    ReingestRequest,
-    TextDocumentBatch,
-    UploadRequest,
     create_text_document,
     create_text_documents,
     delete_document,

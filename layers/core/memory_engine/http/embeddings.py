@@ -14,33 +14,16 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from pydantic import BaseModel, Field, model_validator
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
+from memory_engine.domain.requests import EMBEDDINGS_LIMITS, MAX_INPUT_CHARS, MAX_INPUTS, MAX_TOTAL_CHARS, EmbeddingsRequest
 from memory_engine.errors import InvalidInput, PayloadTooLarge
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EmbeddingsResponse, documented
 
 router = Router()
-
-MAX_INPUTS = 256
-MAX_TOTAL_CHARS = 32_000
-#: One input alone can use the whole budget.
-MAX_INPUT_CHARS = MAX_TOTAL_CHARS
-_LIMITS = f"at most {MAX_INPUTS} inputs and {MAX_TOTAL_CHARS} characters in all per request (413 beyond)"
-
-
-class EmbeddingsRequest(BaseModel):
-    input: str | None = Field(None, description=f"one text; {_LIMITS}")
-    inputs: list[str] | None = Field(None, description=f"several texts; {_LIMITS}")
-
-    @model_validator(mode="after")
-    def _one_of(self) -> EmbeddingsRequest:
-        if (self.input is None) == (self.inputs is None):
-            raise ValueError("give exactly one of `input` (a string) or `inputs` (a list of strings)")
-        return self
 
 
 @router.post("/v1/embeddings", summary="Embed text with the deployment's model",
@@ -52,7 +35,7 @@ def create_embeddings(body: Annotated[EmbeddingsRequest, Body()]) -> Response[An
     total = sum(len(t) for t in texts)
     if len(texts) > MAX_INPUTS or total > MAX_TOTAL_CHARS:
         raise PayloadTooLarge(
-            f"{len(texts)} inputs of {total} characters in all; the limit is {_LIMITS}",
+            f"{len(texts)} inputs of {total} characters in all; the limit is {EMBEDDINGS_LIMITS}",
             details={"inputs": len(texts), "characters": total, "max_inputs": MAX_INPUTS,
                      "max_total_characters": MAX_TOTAL_CHARS},
         )

@@ -12,19 +12,17 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT
-from memory_engine.domain.entries import MAX_CONTENT_CHARS, MAX_FIELD_CHARS, MemoryEntry, NewEntry
-from memory_engine.domain.validation import Float
-from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD
+from memory_engine.domain.cursor import DEFAULT_LIMIT, page
+from memory_engine.domain.entries import MAX_CONTENT_CHARS, EntryWriteResult, MemoryEntry
+from memory_engine.domain.requests import EntryCreateRequest
 from memory_engine.http.auth import require
-from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
-from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EntryWriteResult, MemoryEntryPage, documented
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content
+from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, MemoryEntryPage, documented
 from memory_engine.services.memories import EntryReplacement, list_entries, replace_entry
-from memory_engine.services.write_entry import AgentContext, write_entry
+from memory_engine.services.write_entry import write_entry
 
 router = Router()
 
@@ -34,41 +32,6 @@ _LIMITS = (
     "(422); up to 20 `entities` `{name, type}`; `confidence` 0..1 (422); `valid_to` not before `valid_from` (422); "
     "timestamps within years 1..9999 in UTC; no NUL or unpaired surrogate in any string (422). See docs/limits.md."
 )
-
-
-class AgentInfo(BaseModel):
-    """Who is writing, on the agent path: ``model`` overrides the chat model that arbitrates a merge;
-    ``generation_id`` is the generation (turn) that asserted the fact, stored as ``source_generation_id``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = Field(None, min_length=1, max_length=200)
-    generation_id: str | None = Field(None, min_length=1, max_length=MAX_FIELD_CHARS)
-
-
-class EntryCreateRequest(NewEntry):
-    """Body of ``POST /v1/memory-entries``: a NewEntry plus the per-request skip threshold and, with
-    ``source_type: "agent"``, the agent context."""
-
-    duplicate_threshold: Float = Field(DEFAULT_DUPLICATE_THRESHOLD, ge=0.0, le=1.0)
-    agent: AgentInfo | None = None
-
-    @model_validator(mode="after")
-    def _agent_only_on_the_agent_path(self) -> EntryCreateRequest:
-        if self.agent is not None and self.source_type != "agent":
-            raise ValueError('`agent` is only accepted with source_type "agent"')
-        return self
-
-    def new_entry(self) -> NewEntry:
-        fields = self.model_dump(exclude={"duplicate_threshold", "agent"})
-        if self.agent is not None and self.agent.generation_id and not self.source_generation_id:
-            fields["source_generation_id"] = self.agent.generation_id
-        return NewEntry.model_validate(fields)
-
-    def agent_context(self) -> AgentContext | None:
-        if self.source_type != "agent":
-            return None
-        return AgentContext(model=self.agent.model if self.agent else None)
 
 
 @router.post(
@@ -95,12 +58,7 @@ def create(body: Annotated[EntryCreateRequest, Body()]) -> Response[Any]:
         container.entries, container.embedder, container.chat_model, project_id=principal.project_id,
         entry=body.new_entry(), duplicate_threshold=body.duplicate_threshold, agent=body.agent_context(),
     )
-    out: dict[str, Any] = {**result.entry.model_dump(mode="json"), "action": result.action}
-    if result.superseded_entry_id is not None:
-        out["superseded_entry_id"] = result.superseded_entry_id
-    if result.degraded:
-        out["degraded"] = list(result.degraded)
-    return json_response(out, 201 if result.action == "created" else 200)
+    return json_response(result.reply().to_body(), 201 if result.action == "created" else 200)
 
 
 @router.get(

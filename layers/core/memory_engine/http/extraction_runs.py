@@ -15,9 +15,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT, page
 from memory_engine.http.auth import require
-from memory_engine.http.responses import PageCursor, PageLimit, json_response, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response
 from memory_engine.http.schemas import AUTHENTICATED, ExtractionRunPage, documented
 from memory_engine.services.extraction_runs import list_extraction_runs
 

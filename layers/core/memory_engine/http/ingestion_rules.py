@@ -14,10 +14,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
+from memory_engine.domain.cursor import page
 from memory_engine.domain.ingestion_rules import IngestionRule, IngestionRuleFields
 from memory_engine.errors import InvalidInput
 from memory_engine.http.auth import require
-from memory_engine.http.responses import PageCursor, json_response, no_content, page
+from memory_engine.http.responses import PageCursor, json_response, no_content
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, IngestionRulePage, documented
 from memory_engine.services.ingestion import rules
 

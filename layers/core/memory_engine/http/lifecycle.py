@@ -11,12 +11,13 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
+from memory_engine.domain.requests import ForgetRequest
 from memory_engine.errors import PayloadTooLarge
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, ImportResult, documented
 from memory_engine.services.export_import import export_memory
-from memory_engine.services.forget import ForgetRequest, ForgetResult, forget
+from memory_engine.services.forget import ForgetResult, forget
 from memory_engine.services.memory_import import IMPORT_TRANSACTION_ROWS, import_memory
 
 router = Router()

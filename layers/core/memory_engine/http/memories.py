@@ -13,13 +13,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.auth import Scope
-from memory_engine.domain.cursor import DEFAULT_LIMIT
+from memory_engine.domain.cursor import DEFAULT_LIMIT, page
 from memory_engine.domain.entries import Memory
+from memory_engine.domain.requests import MemoryFields
 from memory_engine.http.auth import require
-from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content, page
+from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, MemoryPage, documented
 from memory_engine.services.forget import ForgetResult, purge_memory
-from memory_engine.services.memories import MemoryFields, create_memory, list_memories, update_memory
+from memory_engine.services.memories import create_memory, list_memories, update_memory
 
 router = Router()
 

@@ -31,6 +31,8 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "entry_id": {"pattern": f"^{ids.ENTRY}_{_ID}$", "description": "an entry id (`ment_` and 26 characters)"},
     "document_id": {"pattern": f"^{ids.DOCUMENT}_{_ID}$", "description": "a document id (`doc_` and 26 characters)"},
     "rule_id": {"pattern": f"^{ids.RULE}_{_ID}$", "description": "an ingestion rule id (`rule_` and 26 characters)"},
+    "turn_id": {"pattern": "^[^\\x00-\\x1f\\x7f]{1,256}$",
+                "description": "the turn's own id, as it was recorded (1..256 characters, no control characters)"},
     "token": {"pattern": "^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$", "maxLength": upload_tokens.MAX_TOKEN_CHARS,
               "description": "the signed token of the URL the engine handed out (base64url payload `.` signature)"},
 }
@@ -51,6 +53,11 @@ RULES_BEYOND_THE_SCHEMA: dict[str, str] = {
     "GET /v1/documents": f"{_CURSOR}; {_STORABLE}",
     "GET /v1/extraction-runs": f"{_CURSOR}; {_STORABLE}",
     "GET /v1/ingestion-rules": "the list is one page: no `cursor` is valid",
+    "GET /v1/memories/{memory_id}/turns": f"{_CURSOR}; {_STORABLE}",
+    "POST /v1/memories/{memory_id}/turns": ("each turn's `content` holds more than whitespace and at most 1 MB of "
+                                            f"UTF-8, its `metadata` at most 64 KB; {_STORABLE}"),
+    "DELETE /v1/memories/{memory_id}/turns": _STORABLE,
+    "DELETE /v1/memories/{memory_id}/turns/{turn_id}": _STORABLE,
     "POST /v1/memories": f"`name` is required and not blank; {_STORABLE}",
     "PUT /v1/memories/{memory_id}": f"`name` cannot be cleared; {_STORABLE}",
     "POST /v1/memory-entries": (f"`content` must hold more than whitespace; `valid_to` not before `valid_from`; "

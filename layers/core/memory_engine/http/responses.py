@@ -3,47 +3,21 @@
 from __future__ import annotations
 
 import base64
-import json
 import re
-from datetime import date, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import numpy as np
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import BaseModel
 
 from memory_engine.domain.cursor import MAX_LIMIT
+from memory_engine.domain.serialization import to_jsonable
 from memory_engine.errors import MemoryEngineError, http_status
 
 #: The page parameters of every list route: ``limit`` (1..100; the route's default is
 #: ``DEFAULT_LIMIT``) and ``cursor`` (a previous page's ``next_cursor``).
 PageLimit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 PageCursor = Annotated[str | None, Query()]
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
-def dumps(body: Any) -> str:
-    return json.dumps(body, default=_default, ensure_ascii=False, separators=(",", ":"))
-
-
-def to_jsonable(body: Any) -> Any:
-    """Plain JSON types only (datetimes as ISO strings, vectors as lists, models dumped)."""
-    return json.loads(dumps(body))
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
@@ -53,11 +27,6 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 def error_response(error: MemoryEngineError) -> Response[Any]:
     return json_response(error.to_body(), http_status(error))
-
-
-def page(data: list[Any], next_cursor: str | None) -> dict[str, Any]:
-    """The SPEC's list shape."""
-    return {"data": data, "next_cursor": next_cursor}
 
 
 def no_content() -> Response[Any]:

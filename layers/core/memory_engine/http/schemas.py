@@ -87,15 +87,6 @@ class CallbackReceived(BaseModel):
     pages: int | None = None
 
 
-class EntryWriteResult(MemoryEntry):
-    """The entry written (or the existing one, when skipped) and what the funnel did."""
-
-    action: Literal["created", "skipped", "updated", "superseded"]
-    superseded_entry_id: str | None = Field(None, description="present when `action` is `superseded`")
-    degraded: list[str] | None = Field(None, description="agent writes only: why the write could not merge or "
-                                                         "supersede (no chat model configured, or the model failed)")
-
-
 class SearchResponseBody(BaseModel):
     results: list[SearchResult]
     context: str | None = Field(None, description="with `render: true`: the `<knowledge>` block (`\"\"` when empty)")

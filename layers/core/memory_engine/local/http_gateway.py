@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from memory_engine import constants as c
+from memory_engine.domain.serialization import dumps
 from memory_engine.http.methods import allowed_methods
-from memory_engine.http.responses import dumps
 from memory_engine.local.apigw_events import decode_response, http_api_event
 from memory_engine.local.routing import dispatch, route_matches
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from memory_engine.http.responses import dumps
+from memory_engine.domain.serialization import dumps
 
 if TYPE_CHECKING:
     from memory_engine.settings import Settings

@@ -9,9 +9,10 @@ from pydantic import BaseModel, ValidationError
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.auth import Principal, Scope
+from memory_engine.domain.cursor import page
 from memory_engine.domain.search_models import SearchRequest
+from memory_engine.domain.serialization import to_jsonable
 from memory_engine.errors import InvalidInput
-from memory_engine.http.responses import page, to_jsonable
 from memory_engine.mcp_server.backend import EngineBackend, Json
 from memory_engine.services.keys import authorize
 
@@ -47,7 +48,7 @@ class InProcessBackend(EngineBackend):
         return response.to_body()
 
     def write_entry(self, body: Json) -> Json:
-        from memory_engine.http.entries import EntryCreateRequest
+        from memory_engine.domain.requests import EntryCreateRequest
         from memory_engine.services.write_entry import write_entry
 
         project_id = self._project(Scope.WRITE)
@@ -55,12 +56,7 @@ class InProcessBackend(EngineBackend):
         c = self.container
         result = write_entry(c.entries, c.embedder, c.chat_model, project_id=project_id, entry=request.new_entry(),
                              duplicate_threshold=request.duplicate_threshold, agent=request.agent_context())
-        out: Json = {**result.entry.model_dump(mode="json"), "action": result.action}
-        if result.superseded_entry_id is not None:
-            out["superseded_entry_id"] = result.superseded_entry_id
-        if result.degraded:
-            out["degraded"] = list(result.degraded)
-        return out
+        return result.reply().to_body()
 
     def list_memories(self, *, tags: list[str] | None, limit: int, cursor: str | None) -> Json:
         from memory_engine.services.memories import list_memories
@@ -70,7 +66,8 @@ class InProcessBackend(EngineBackend):
         return _json(page(items, next_cursor))
 
     def create_memory(self, body: Json) -> Json:
-        from memory_engine.services.memories import MemoryFields, create_memory
+        from memory_engine.domain.requests import MemoryFields
+        from memory_engine.services.memories import create_memory
 
         project_id = self._project(Scope.WRITE)
         return _json(create_memory(self.container.memories, project_id, parse(MemoryFields, body)))
@@ -88,7 +85,8 @@ class InProcessBackend(EngineBackend):
         self.container.entries.delete(project_id, entry_id)
 
     def create_document(self, body: Json) -> Json:
-        from memory_engine.services.ingestion.documents import CreateTextDocument, create_text_document, wait_until_settled
+        from memory_engine.domain.requests import CreateTextDocument
+        from memory_engine.services.ingestion.documents import create_text_document, wait_until_settled
 
         project_id = self._project(Scope.WRITE)
         request = parse(CreateTextDocument, body)

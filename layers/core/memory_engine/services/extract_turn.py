@@ -34,6 +34,7 @@ from memory_engine.domain.extraction import (
     build_user_message,
     parse_facts,
 )
+from memory_engine.domain.write_decision import AgentContext
 from memory_engine.errors import (
     ChatModelError,
     ChatModelNotConfigured,
@@ -51,7 +52,7 @@ from memory_engine.ports.episodes import Episode, EpisodeRepository, NewEpisode
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extraction_runs import ClaimOutcome, ExtractionRun, ExtractionRunRepository, RunKey
 from memory_engine.prompts import extraction_prompt
-from memory_engine.services.write_entry import AgentContext, WriteResult, write_entry
+from memory_engine.services.write_entry import WriteResult, write_entry
 
 logger = logging.getLogger(__name__)
 

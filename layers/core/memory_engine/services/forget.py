@@ -11,33 +11,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
 from memory_engine import constants as c
 from memory_engine.domain.entities import normalize_entity_name
-from memory_engine.domain.validation import Text
+from memory_engine.domain.requests import ForgetRequest
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.lifecycle import ForgetRepository
 
 logger = logging.getLogger(__name__)
-
-
-class ForgetRequest(BaseModel):
-    """Body of ``POST /v1/forget``: ``{conversation_id, memory_id?}`` or ``{memory_id, entity}``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    conversation_id: Text | None = Field(None, min_length=1, max_length=1_000)
-    memory_id: Text | None = Field(None, min_length=1, max_length=64)
-    entity: Text | None = Field(None, min_length=1, max_length=200)
-
-    @model_validator(mode="after")
-    def _one_target(self) -> ForgetRequest:
-        if (self.conversation_id is None) == (self.entity is None):
-            raise ValueError("send either conversation_id (optionally with memory_id) or memory_id with entity")
-        if self.entity is not None and (self.memory_id is None or not normalize_entity_name(self.entity)):
-            raise ValueError("entity needs memory_id and a non-blank name")
-        return self
 
 
 class ForgetCounts(BaseModel):

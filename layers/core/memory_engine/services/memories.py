@@ -9,15 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from memory_engine.domain.cursor import DEFAULT_LIMIT, check_limit, decode_cursor
 from memory_engine.domain.entities import entity_links
 from memory_engine.domain.entries import (
-    MAX_DESCRIPTION_CHARS,
-    MAX_NAME_CHARS,
     MAX_QUOTE_CHARS,
-    MAX_TTL_SECONDS,
     EntityRef,
     Memory,
     MemoryEntry,
@@ -27,36 +24,13 @@ from memory_engine.domain.entries import (
     check_metadata,
 )
 from memory_engine.domain.globs import tag_filter
-from memory_engine.domain.validation import Float, Int, JsonObject, Text, Timestamp, ValidityWindow, validity_window_problem
+from memory_engine.domain.requests import MemoryFields
+from memory_engine.domain.validation import Float, JsonObject, Text, Timestamp, ValidityWindow, validity_window_problem
 from memory_engine.errors import InvalidInput
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
 from memory_engine.services.write_entry import embed_fact
 
-
-class MemoryFields(BaseModel):
-    """Body of ``POST /v1/memories`` and ``PUT /v1/memories/{id}``.
-
-    On PUT only the fields sent are replaced; ``null`` clears ``description``/``metadata`` and
-    ``null`` or ``[]`` clears ``tags``.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Text | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
-    description: Text | None = Field(None, max_length=MAX_DESCRIPTION_CHARS)
-    tags: Tags | None = None
-    metadata: JsonObject | None = None
-    default_ttl: Int | None = Field(None, ge=1, le=MAX_TTL_SECONDS, description=(
-        "seconds: entries written without their own `expires_at` expire this long after they are written; "
-        "`null` (the default) means they do not expire"))
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("name must not be blank")
-        return value.strip() if value is not None else None
 
 def create_memory(memories: MemoryRepository, project_id: str, fields: MemoryFields) -> Memory:
     """Raises InvalidInput without a name, PayloadTooLarge for oversized metadata."""

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_engine.domain.entities import NewEntityLink, anchor_name, embedding_text, entity_links, fact_texts
-from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, check_metadata, turn_text
+from memory_engine.domain.entries import EntryWriteResult, MemoryEntry, NewEntry, check_content, check_metadata, turn_text
 from memory_engine.domain.write_decision import (
     ARBITRATION_SYSTEM_PROMPT,
     DEFAULT_DUPLICATE_THRESHOLD,
     SHORTLIST_SIZE,
+    AgentContext,
     Arbitration,
     Decision,
     WriteAction,
@@ -47,17 +48,6 @@ from memory_engine.ports.entries import Candidate, EntityVectors, EntryRepositor
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class AgentContext:
-    """Present on agent and extraction writes: similar facts may be merged or superseded.
-
-    ``model`` overrides the chat model id; ``timeout`` bounds the arbitration call (seconds).
-    """
-
-    model: str | None = None
-    timeout: float = 20.0
-
-
 #: ``WriteResult.degraded`` notes (the wire shape says them as they are).
 MERGE_NO_MODEL = "merge: no chat model configured; written as a manual write (similar facts are not merged)"
 MERGE_MODEL_FAILED = "merge: the chat model did not answer usably; the fact was created"
@@ -70,6 +60,11 @@ class WriteResult:
     superseded_entry_id: str | None = None
     #: Why an agent write could not merge or supersede (see MERGE_NO_MODEL, MERGE_MODEL_FAILED).
     degraded: tuple[str, ...] = ()
+
+    def reply(self) -> EntryWriteResult:
+        """The funnel's answer as every face gives it (``POST /v1/memory-entries``, MCP ``write_memory``)."""
+        return EntryWriteResult(**self.entry.model_dump(), action=self.action,
+                                superseded_entry_id=self.superseded_entry_id, degraded=list(self.degraded) or None)
 
 
 @dataclass(frozen=True)

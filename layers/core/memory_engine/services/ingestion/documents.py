@@ -11,23 +11,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import urljoin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from memory_engine.domain import content_types as ct
 from memory_engine.domain.documents import (
     FILE_DEFAULTS,
-    MAX_TEXT_CHARS,
     TEXT_DEFAULTS,
-    ChunkSettings,
-    ChunkStrategy,
     Document,
     DocumentRun,
     DocumentStatus,
-    normalize_path,
 )
-from memory_engine.domain.entries import Tags
-from memory_engine.domain.ingestion_rules import IngestionRule, overlay_chunk_fields
-from memory_engine.domain.validation import Int, JsonObject, Text, project_name
+from memory_engine.domain.ingestion_rules import IngestionRule
+from memory_engine.domain.requests import CreateTextDocument, ReingestRequest, UploadRequest
+from memory_engine.domain.validation import project_name
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload, UploadInbox
 from memory_engine.ports.documents import NewDocument
@@ -44,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 #: `wait: true` blocks at most this long (API Gateway's integration timeout is 30 s).
 WAIT_LIMIT_SECONDS = 25.0
-#: `POST /v1/documents/batch` takes at most this many documents per request.
-MAX_BATCH_DOCUMENTS = 100
 #: The text formats a posted text is read as when its path's extension names one (else plain text).
 TEXT_FORMATS = frozenset({ct.MARKDOWN, ct.HTML, ct.CSV, ct.JSON, ct.EML})
 #: Upload URLs (presigned S3 PUT, or the local signed token) expire after this long.
@@ -57,53 +51,6 @@ UPLOAD_EXPIRED_ERROR = ("no upload arrived before the upload URL expired; reques
                         "POST /v1/documents/uploads (or delete the document)")
 
 
-class ChunkFields(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    chunk_strategy: ChunkStrategy | None = None
-    chunk_size: Int | None = Field(None, ge=50, le=100_000)
-    chunk_overlap: Int | None = Field(None, ge=0)
-
-    def settings(self, base: ChunkSettings) -> ChunkSettings:
-        """The request's fields over ``base``. Raises InvalidInput (overlap >= size)."""
-        strategy, size, overlap = overlay_chunk_fields(base, self.chunk_strategy, self.chunk_size, self.chunk_overlap)
-        if overlap >= size:
-            raise InvalidInput(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
-                               details=[{"field": "chunk_overlap"}])
-        return ChunkSettings(strategy=strategy, size=size, overlap=overlap)
-
-    def explicit(self) -> bool:
-        return any(v is not None for v in (self.chunk_strategy, self.chunk_size, self.chunk_overlap))
-
-
-class DocumentFields(ChunkFields):
-    path: Text = Field(min_length=1, max_length=1024)
-    title: Text | None = Field(None, max_length=500)
-    tags: Tags = Field(default_factory=list)
-    metadata: JsonObject | None = None
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return normalize_path(value)
-
-
-class CreateTextDocument(DocumentFields):
-    """`POST /v1/documents`."""
-
-    content: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    wait: bool = False
-
-
-class TextDocumentBatch(BaseModel):
-    """`POST /v1/documents/batch`: each item is validated on its own, so one bad item is rejected
-    while the others are created."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_DOCUMENTS)
-
-
 class BatchItem(BaseModel):
     """One item's outcome: ``created`` (a run started), ``unchanged`` (the same text is already at
     that path) or ``rejected`` (``error`` says why; nothing was stored for it)."""
@@ -112,18 +59,6 @@ class BatchItem(BaseModel):
     action: Literal["created", "unchanged", "rejected"]
     document: Document | None = None
     error: dict[str, Any] | None = None
-
-
-class UploadRequest(DocumentFields):
-    """`POST /v1/documents/uploads`."""
-
-    content_type: Text | None = Field(None, max_length=200)
-
-
-class ReingestRequest(ChunkFields):
-    """`POST /v1/documents/{id}/ingest`."""
-
-    wait: bool = False
 
 
 def run_name(document_id: str, generation: int) -> str:
