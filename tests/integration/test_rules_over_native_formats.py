@@ -15,7 +15,7 @@ from memory_engine.local.container import LocalContainer
 from tests.conftest import shared_data
 from tests.support import hostile
 from tests.support.api_client import ApiClient
-from tests.support.converter import FIXED_TEXT, ConverterService, converter_service
+from tests.support.converter import FIXED_TEXT, ConverterService, allowing_converters, converter_service
 from tests.support.ingestion import upload_and_ingest
 from tests.support.rules import admin_fixture, clean_rules_fixture, reader_fixture  # noqa: F401 - fixtures
 
@@ -24,8 +24,9 @@ DOCX_PHRASE = "AutoGen is an open-source framework"
 
 
 @pytest.fixture(scope="module")
-def converter() -> Iterator[ConverterService]:
-    with converter_service() as service:
+def converter(container: LocalContainer) -> Iterator[ConverterService]:
+    # the stub listens on 127.0.0.1: allowed as the operator would with CONVERTER_ALLOWED_HOSTS
+    with converter_service() as service, allowing_converters(container, service.host_port):
         yield service
 
 
