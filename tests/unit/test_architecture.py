@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = {"memory_engine": REPO / "layers" / "core" / "memory_engine",
             "memory_engine_infra": REPO / "infra" / "memory_engine_infra"}
 #: Entry points and drivers: they wire the layers together and may import any of them.
-DRIVERS = ("bootstrap", "http", "local", "cli", "evaluation", "mcp_server")
+DRIVERS = ("bootstrap", "bootstrap_ingestion", "http", "local", "cli", "evaluation", "mcp_server")
 #: layer -> the first-level parts of memory_engine it must not import.
 FORBIDDEN = {
     "domain": ("ports", "services", "adapters", *DRIVERS),
