@@ -21,6 +21,7 @@ An import never looks finished when it is not:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import chain, islice
@@ -54,8 +55,7 @@ _KINDS: dict[str, type[BaseModel]] = {"entity": EntityRecord, "entry": EntryReco
 
 
 @dataclass
-class ImportSummary:
-    memory: Memory
+class _Counts:
     entries: int = 0
     entities: int = 0
     episodes: int = 0
@@ -63,6 +63,11 @@ class ImportSummary:
     vectors_reused: bool = False
     #: exported id -> new id, for the memory's entries (ids only: ~60 bytes per entry)
     entry_ids: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class ImportSummary(_Counts):
+    memory: Memory
 
     def counts(self) -> dict[str, Any]:
         return {"memory": self.memory, "entries": self.entries, "entities": self.entities, "episodes": self.episodes,
@@ -153,14 +158,6 @@ def _chunks(records: Iterator[_Record]) -> Iterator[list[_Record]]:
         yield chunk
 
 
-@dataclass
-class _Counts:
-    entries: int = 0
-    entities: int = 0
-    episodes: int = 0
-    embedded: int = 0
-    vectors_reused: bool = False
-    entry_ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -215,7 +212,7 @@ class _Writer:
 
     def summary(self, memory: Memory) -> ImportSummary:
         c = self.counts
-        return ImportSummary(memory, c.entries, c.entities, c.episodes, c.embedded, c.vectors_reused, c.entry_ids)
+        return ImportSummary(memory=memory, **dataclasses.asdict(c))
 
     def link(self) -> None:
         pairs = [(new, self.counts.entry_ids[old]) for new, old in self._superseded if old in self.counts.entry_ids]

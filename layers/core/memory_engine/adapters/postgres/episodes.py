@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from memory_engine import ids
@@ -39,6 +40,28 @@ def _episode(row: dict[str, Any]) -> Episode:
     )
 
 
+def _insert(conn: Connection[Any], episode: NewEpisode, embedding: Vector | None) -> Any:
+    """The episode's row, or None when its event was stored before (idempotent by ``event_id``) or
+    the memory is not in the project."""
+    return conn.execute(
+        f"""
+        INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
+                              transcript, messages, embedding)
+        SELECT %(id)s, %(project_id)s, m.id, %(conversation_id)s, %(turn_id)s, %(event_id)s,
+               %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s
+          FROM memories m WHERE m.id = %(memory_id)s AND m.project_id = %(project_id)s
+        ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING
+        RETURNING {_COLUMNS}
+        """,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+        {
+            "id": episode_id(episode), "project_id": episode.project_id, "memory_id": episode.memory_id,
+            "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
+            "event_id": episode.event_id, "occurred_at": episode.occurred_at,
+            "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
+        },
+    ).fetchone()
+
+
 class PostgresEpisodeRepository:
     """Implements :class:`memory_engine.ports.episodes.EpisodeRepository`."""
 
@@ -48,23 +71,7 @@ class PostgresEpisodeRepository:
     def store(self, episode: NewEpisode, embedding: Vector | None) -> tuple[Episode, bool]:
         """Raises NotFound when the memory is not in the project."""
         with self._db.connection() as conn:
-            row = conn.execute(
-                f"""
-                INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
-                                      transcript, messages, embedding)
-                SELECT %(id)s, %(project_id)s, m.id, %(conversation_id)s, %(turn_id)s, %(event_id)s,
-                       %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s
-                  FROM memories m WHERE m.id = %(memory_id)s AND m.project_id = %(project_id)s
-                ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING
-                RETURNING {_COLUMNS}
-                """,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                {
-                    "id": episode_id(episode), "project_id": episode.project_id, "memory_id": episode.memory_id,
-                    "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
-                    "event_id": episode.event_id, "occurred_at": episode.occurred_at,
-                    "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
-                },
-            ).fetchone()
+            row = _insert(conn, episode, embedding)
         if row is not None:
             return _episode(row), True
         existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
@@ -100,23 +107,7 @@ class PostgresEpisodeRepository:
         out: list[tuple[Episode, bool]] = []
         with self._db.connection() as conn, conn.transaction():
             for episode, embedding in zip(episodes, embeddings, strict=True):
-                row = conn.execute(
-                    f"""
-                    INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
-                                          transcript, messages, embedding)
-                    SELECT %(id)s, %(project_id)s, m.id, %(conversation_id)s, %(turn_id)s, %(event_id)s,
-                           %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s
-                      FROM memories m WHERE m.id = %(memory_id)s AND m.project_id = %(project_id)s
-                    ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING
-                    RETURNING {_COLUMNS}
-                    """,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                    {
-                        "id": episode_id(episode), "project_id": episode.project_id, "memory_id": episode.memory_id,
-                        "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
-                        "event_id": episode.event_id, "occurred_at": episode.occurred_at,
-                        "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
-                    },
-                ).fetchone()
+                row = _insert(conn, episode, embedding)
                 if row is not None:
                     out.append((_episode(row), True))
                     continue
