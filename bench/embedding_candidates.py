@@ -33,7 +33,7 @@ class MiniLMInt8:
     """The project's default local embedder, used exactly as the engine uses it."""
 
     def __init__(self) -> None:
-        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+        from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
         self._embedder = OnnxMiniLMEmbedder()
         self._embedder.warm_up()

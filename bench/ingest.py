@@ -75,7 +75,7 @@ def main() -> int:
         server = None
         url = os.environ.get("DATABASE_URL")
         if not url:
-            from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+            from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 
             server = EmbeddedPostgres(Path(tmp) / "pgdata")
             url = server.start()
@@ -207,7 +207,7 @@ def _container() -> Iterator[Any]:
         server = None
         url = os.environ.get("DATABASE_URL")
         if not url:
-            from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+            from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 
             server = EmbeddedPostgres(Path(tmp) / "pgdata")
             url = server.start()

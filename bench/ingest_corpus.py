@@ -92,7 +92,7 @@ def model_throughput(texts: list[str], workers: int) -> float:
     two ways it can run on this machine: one session of the default size embedding batches of 32
     (the model's batch size), or ``workers`` one-thread sessions each embedding one text per call
     from its own thread (how the local ingestion workers run it)."""
-    from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+    from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
     embedder = OnnxMiniLMEmbedder()
     embedder.embed_documents(texts[:4])
@@ -109,7 +109,7 @@ def session_comparison(texts: list[str], queries: list[str], workers: int = 2, *
     and query latency: one session using the default intra-op threads with onnxruntime's spinning
     on (its default) and off (the engine's setting), against 1-thread sessions called from
     ``workers`` threads at once (what the local ingestion workers do)."""
-    from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+    from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
     def rate(embedder: OnnxMiniLMEmbedder, threads: int) -> float:
         embedder.embed_documents(texts[:2])

@@ -121,7 +121,7 @@ def versions(server_uri: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def embedded_server(work: Path) -> Iterator[Any]:
-    from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+    from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 
     server = EmbeddedPostgres(work / "pgdata")
     server.start()

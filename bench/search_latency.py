@@ -35,13 +35,13 @@ from typing import TypeVar
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "layers" / "core"))
 
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres  # noqa: E402
 from memory_engine.adapters.postgres.database import Database  # noqa: E402
 from memory_engine.adapters.postgres.migrations import migrate  # noqa: E402
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex  # noqa: E402
 from memory_engine.domain.search_config import PRESETS  # noqa: E402
 from memory_engine.domain.search_models import SearchRequest  # noqa: E402
 from memory_engine.evaluation import synthetic  # noqa: E402
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres  # noqa: E402
 from memory_engine.ports.embedder import Embedder  # noqa: E402
 from memory_engine.services.search_knowledge import search_knowledge  # noqa: E402
 from memory_engine.settings import Settings  # noqa: E402

@@ -83,7 +83,7 @@ def server_uri() -> Iterator[tuple[str, Callable[[str], str]]]:
 
         yield url, lambda db: make_conninfo(url, dbname=db)
         return
-    from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+    from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 
     with tempfile.TemporaryDirectory(prefix="bench-pg-") as tmp:
         server = EmbeddedPostgres(Path(tmp) / "pgdata")

@@ -13,11 +13,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
-from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import set_container
 from memory_engine.domain.auth import Scope, parse_scopes
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.local.container import LocalContainer
 from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.services.keys import create_api_key

@@ -138,8 +138,8 @@ class VectorCache:
         if missing:
             started = time.perf_counter()
             if self._model is None:
-                from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
                 from memory_engine.evaluation.embedding_cache import DiskCachedEmbedder
+                from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
                 self._model = DiskCachedEmbedder(OnnxMiniLMEmbedder(), self._cache_dir)
             for text, vector in zip(missing, self._model.embed_documents(missing), strict=True):
@@ -159,8 +159,8 @@ class UpFrontEmbeddings:
     remembered in the cache directory, so later runs embed them up front too."""
 
     def __init__(self, work: Path, cache_dir: Path) -> None:
-        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
         from memory_engine.evaluation.embedding_cache import DiskCachedEmbedder
+        from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
         self.work, self.cache_dir = work, cache_dir
         self.model = DiskCachedEmbedder(OnnxMiniLMEmbedder(), cache_dir)

@@ -13,10 +13,10 @@ import pytest
 from moto import mock_aws
 
 from memory_engine.adapters.eventbridge.publisher import EventBridgePublisher
-from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
 from memory_engine.bootstrap import Container, set_container
 from memory_engine.errors import ChatModelError
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.local.lambda_runtime import invoke
 from memory_engine.ports.chat import ChatRequest
 from memory_engine.settings import Settings

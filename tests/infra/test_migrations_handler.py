@@ -20,9 +20,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
 from memory_engine.adapters.postgres.migrations import load_migrations
 from memory_engine.errors import SchemaMismatch
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 from memory_engine.local.lambda_runtime import LocalLambdaContext, load_handler
 
 REGION = "us-east-1"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from memory_engine import constants as c
-from memory_engine.adapters.local.event_sinks import RecordingPublisher
 from memory_engine.domain.converter_protocol import CALLBACK_ROUTE_PREFIX, sign_callback_token
+from memory_engine.local.adapters.event_sinks import RecordingPublisher
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.pipeline import PipelineResult
 from tests.support.api_client import ApiClient

@@ -17,12 +17,12 @@ from pathlib import Path
 import psutil
 import psycopg
 
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 
 OWNER = """
 import sys, time
 from pathlib import Path
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 EmbeddedPostgres(Path(sys.argv[1])).start()
 print("started", flush=True)
 time.sleep(600)

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 import psycopg
 import pytest
 
-from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.adapters.postgres.embedding_repair import PostgresEmbeddingRepair
 from memory_engine.bootstrap import Container
 from memory_engine.errors import ChatModelError, EmbeddingError
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder, EmbeddingKind
 from memory_engine.services.reembed import reembed_missing

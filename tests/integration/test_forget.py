@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from memory_engine.adapters.local.event_sinks import RecordingPublisher
 from memory_engine.bootstrap import Container
+from memory_engine.local.adapters.event_sinks import RecordingPublisher
 from tests.conftest import KeyFactory
 from tests.support.api_client import ApiClient
 from tests.support.extraction import turn_event

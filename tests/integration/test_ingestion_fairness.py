@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.bootstrap import set_container
 from memory_engine.domain.converter_protocol import CALLBACK_ROUTE_PREFIX
 from memory_engine.domain.requests import CreateTextDocument
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.ingestion_slots import LocalPipelineStarter
 from memory_engine.services.ingestion.documents import create_text_document

@@ -10,13 +10,13 @@ from urllib.parse import urlsplit
 import pytest
 from psycopg.types.json import Jsonb
 
-from memory_engine.adapters.local.event_sinks import LocalDeadLetters
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.bootstrap import Container
 from memory_engine.domain.documents import FILE_DEFAULTS
 from memory_engine.domain.requests import CreateTextDocument
 from memory_engine.domain.validation import CLIPPED
 from memory_engine.errors import DatabaseError, InvalidInput
+from memory_engine.local.adapters.event_sinks import LocalDeadLetters
 from memory_engine.ports.blobs import BlobStoreError
 from memory_engine.ports.documents import NewDocument
 from memory_engine.services.ingestion.documents import create_text_document

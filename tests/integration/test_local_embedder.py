@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 from tests.support.api_client import ApiClient
 
 

@@ -9,9 +9,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
 from memory_engine.adapters.postgres.migrations import load_migrations, migrate
 from memory_engine.errors import SchemaMismatch
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ class Container(IngestionProviders):
         s = self.settings
         provider = s.embedding_provider
         if provider is EmbeddingProvider.LOCAL:
-            from memory_engine.adapters.local.onnx_embedder import DIMENSIONS, OnnxMiniLMEmbedder
+            from memory_engine.local.adapters.onnx_embedder import DIMENSIONS, OnnxMiniLMEmbedder
 
             if s.embedding_dimensions not in (None, DIMENSIONS):
                 raise ConfigurationError(
@@ -221,12 +221,17 @@ class Container(IngestionProviders):
 
     @cached_property
     def event_publisher(self) -> EventPublisher:
-        """EventBridge when ``EVENT_BUS_NAME`` is set, else a local recorder that logs."""
+        """EventBridge when ``EVENT_BUS_NAME`` is set; else on AWS a publisher that refuses (a function the
+        stack gives no bus never publishes), locally a recorder that logs."""
         if self.settings.event_bus_name:
             from memory_engine.adapters.eventbridge.publisher import EventBridgePublisher
 
             return EventBridgePublisher(self.boto_client("events"), bus_name=self.settings.event_bus_name)
-        from memory_engine.adapters.local.event_sinks import RecordingPublisher
+        if self.settings.runtime is Runtime.AWS:  # only the steps that publish are given the bus
+            from memory_engine.ports.events import NoEventBus
+
+            return NoEventBus()
+        from memory_engine.local.adapters.event_sinks import RecordingPublisher
 
         return RecordingPublisher()
 
@@ -240,7 +245,7 @@ class Container(IngestionProviders):
             return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=self.settings.extraction_dlq_url)
         if self.settings.runtime is Runtime.AWS:
             return None
-        from memory_engine.adapters.local.event_sinks import LocalDeadLetters
+        from memory_engine.local.adapters.event_sinks import LocalDeadLetters
 
         return LocalDeadLetters()
 

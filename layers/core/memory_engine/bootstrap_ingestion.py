@@ -61,7 +61,7 @@ class IngestionProviders:
             if not self.settings.documents_bucket:
                 raise ConfigurationError("DOCUMENTS_BUCKET is not set")
             return S3BlobStore(self.boto_client("s3"), self.settings.documents_bucket)
-        from memory_engine.adapters.local.blob_store import LocalBlobStore
+        from memory_engine.local.adapters.blob_store import LocalBlobStore
 
         return LocalBlobStore(self.settings.home / "blobs")
 
@@ -77,7 +77,9 @@ class IngestionProviders:
         the calling thread only (one core per ingestion worker), so the workers' lowered priority
         covers the model's work too, and concurrent runs use every core (measured: 1-thread sessions
         in parallel embed as fast or faster than one 2-thread session, docs/ingestion.md)."""
-        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+        if self.settings.runtime is Runtime.AWS:  # the local model and its package are not deployed
+            return self.embedder
+        from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
         if type(self.embedder) is OnnxMiniLMEmbedder:
             return OnnxMiniLMEmbedder(threads=1, query_cache_size=0, memory_arena=True)
@@ -136,7 +138,7 @@ class IngestionProviders:
                 return str(value["SecretString"]).encode()
             if s.runtime is Runtime.AWS:
                 raise ConfigurationError("CONVERTER_CALLBACK_SECRET_ARN is not set: converter callbacks cannot be signed")
-            from memory_engine.adapters.local.files import read_or_create_secret
+            from memory_engine.local.adapters.files import read_or_create_secret
 
             return read_or_create_secret(s.home / CALLBACK_SECRET_FILE)
 

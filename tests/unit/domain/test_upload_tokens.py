@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_engine.adapters.local.blob_store import UPLOAD_SECRET_FILE, LocalBlobStore
-from memory_engine.adapters.local.files import read_or_create_secret
 from memory_engine.domain.auth import Principal, Scope, hash_key
 from memory_engine.domain.upload_tokens import InvalidUploadToken, sign_upload_token, verify_upload_token
 from memory_engine.errors import Unauthorized
+from memory_engine.local.adapters.blob_store import UPLOAD_SECRET_FILE, LocalBlobStore
+from memory_engine.local.adapters.files import read_or_create_secret
 from memory_engine.ports.projects import ApiKeyRecord
 from memory_engine.services.keys import Authenticator
 from memory_engine.settings import Settings

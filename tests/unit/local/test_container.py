@@ -3,19 +3,21 @@ and what the base container refuses to stand in for."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memory_engine.adapters.local.event_sinks import LocalDeadLetters
-from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.adapters.s3.blob_store import S3BlobStore
 from memory_engine.bootstrap import Container
 from memory_engine.errors import ConfigurationError
+from memory_engine.local.adapters.event_sinks import LocalDeadLetters
+from memory_engine.local.adapters.upload_inbox import DropFolderInbox
 from memory_engine.local.container import LocalContainer
 from memory_engine.local.ingestion_slots import LocalPipelineStarter
+from memory_engine.ports.embedder import Embedder, EmbeddingKind
 from memory_engine.ports.events import DeadLetter
-from memory_engine.settings import Settings
+from memory_engine.settings import Runtime, Settings
 
 
 def _settings(home: Path) -> Settings:
@@ -85,3 +87,19 @@ def test_an_override_must_name_a_provider(tmp_path: Path) -> None:
 def test_aws_clients_use_the_standard_retry_mode(tmp_path: Path) -> None:
     client = Container(_settings(tmp_path)).boto_client("sqs")
     assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}
+
+
+class _Fixed(Embedder):
+    dimensions, model_id = 2, "fixed"
+
+    def _embed_batch(self, texts: Sequence[str], kind: EmbeddingKind) -> Sequence[Sequence[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+def test_on_aws_no_provider_reaches_for_the_local_runtime(tmp_path: Path) -> None:
+    # Given a container on AWS (the Lambda layers do not carry memory_engine.local)
+    aws = Container(_settings(tmp_path).model_copy(update={"runtime": Runtime.AWS}), embedder=_Fixed())
+    # Then ingestion embeds with the deployment's model, and without a bus a publish is an error, not a log
+    assert aws.ingestion_embedder is aws.embedder
+    with pytest.raises(ConfigurationError, match="EVENT_BUS_NAME is not set: document.ready"):
+        aws.event_publisher.publish("document.ready", {})

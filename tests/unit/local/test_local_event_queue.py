@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.local.event_sinks import LocalDeadLetters
+from memory_engine.local.adapters.event_sinks import LocalDeadLetters
 from memory_engine.local.event_queue import LocalEventQueue
 
 

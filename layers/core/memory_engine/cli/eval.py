@@ -43,10 +43,10 @@ def register(sub: Any) -> None:
 
 @contextlib.contextmanager
 def eval_container(database_url: str | None, cache_dir: Path | None) -> Iterator[Any]:
-    from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
     from memory_engine.adapters.postgres.migrations import migrate
     from memory_engine.bootstrap import Container, set_container
     from memory_engine.evaluation.embedding_cache import DiskCachedEmbedder
+    from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
     from memory_engine.settings import Settings
 
     settings = Settings()

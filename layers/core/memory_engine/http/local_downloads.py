@@ -11,12 +11,12 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from memory_engine.adapters.local.blob_store import LocalBlobStore
 from memory_engine.bootstrap import get_container
 from memory_engine.domain.upload_tokens import InvalidUploadToken
 from memory_engine.errors import Forbidden, NotFound
 from memory_engine.http.responses import file_response
 from memory_engine.http.schemas import documented
+from memory_engine.local.adapters.blob_store import LocalBlobStore
 
 router = Router()
 

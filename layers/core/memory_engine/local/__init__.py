@@ -16,7 +16,7 @@ Here, because each one *calls* the engine the way an AWS service would:
 - ``priority``: the CPU priority of the engine's background threads and database backends;
 - ``background``, ``engine``, ``container``: the engine's services, its start/stop, its composition root.
 
-Still in ``adapters/local/``, because each one implements a port or backs an adapter that does:
+Still in ``local/adapters/``, because each one implements a port or backs an adapter that does:
 ``blob_store`` (BlobStore, the S3 stand-in), ``onnx_embedder`` (Embedder), ``event_sinks``
 (EventPublisher, DeadLetterSink), ``upload_inbox`` (UploadInbox, the presigned-PUT stand-in),
 ``files`` (atomic writes for those) and ``embedded_postgres`` (the server behind ``DATABASE_URL``

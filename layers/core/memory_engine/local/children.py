@@ -1,6 +1,6 @@
 """The processes a local engine spawned (worker processes, the ingestion process), written down in
 ``$MEMORY_ENGINE_HOME/engine-children.json`` so that the next start ends any an engine killed
-outright left behind, as :class:`~memory_engine.adapters.local.embedded_postgres.EmbeddedPostgres`
+outright left behind, as :class:`~memory_engine.local.adapters.embedded_postgres.EmbeddedPostgres`
 does for the database server. Children normally die with their parent on their own
 (``local/worker_process.die_with_parent``); this is the backstop for a platform or a moment where
 that did not happen. A pid counts as the recorded process only with the same creation time, so a

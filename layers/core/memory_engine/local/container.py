@@ -7,10 +7,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from memory_engine.adapters.local.blob_store import LocalBlobStore
-from memory_engine.adapters.local.event_sinks import LocalDeadLetters
-from memory_engine.adapters.local.upload_inbox import DropFolderInbox
 from memory_engine.bootstrap import Container
+from memory_engine.local.adapters.blob_store import LocalBlobStore
+from memory_engine.local.adapters.event_sinks import LocalDeadLetters
+from memory_engine.local.adapters.upload_inbox import DropFolderInbox
 from memory_engine.local.conversion_waiter import ConversionWaiter, LocalTaskCallbacks
 from memory_engine.local.event_queue import LocalEventQueue
 from memory_engine.local.ingestion_slots import LocalPipelineStarter

@@ -12,12 +12,12 @@ import psycopg
 from psycopg import sql
 
 from memory_engine import constants as c
-from memory_engine.adapters.local.embedded_postgres import EmbeddedPostgres
-from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.migrations import migrate
 from memory_engine.bootstrap import set_container
 from memory_engine.domain.auth import Scope
+from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 from memory_engine.local.background import BackgroundService, background_services
 from memory_engine.local.children import ChildRecord
 from memory_engine.local.container import LocalContainer

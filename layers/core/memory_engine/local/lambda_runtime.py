@@ -14,7 +14,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from memory_engine import constants as c
 from memory_engine.bootstrap import get_container
+from memory_engine.errors import ConfigurationError
 
 Handler = Callable[[dict[str, Any], Any], Any]
 _lock = threading.Lock()
@@ -40,17 +42,34 @@ class LocalLambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+#: The Lambda handlers the local runtime runs, by the module path under ``functions/`` each stack
+#: function's code asset has (infra/: one folder per function, ``handler.py`` in it). The local runtime
+#: loads only these; ``tests/unit/local/test_lambda_runtime.py`` checks the list is the folder's.
+HANDLER_MODULES = frozenset({
+    f"{c.FUNCTION_API}/handler", f"{c.FUNCTION_SEARCH}/handler", f"{c.FUNCTION_INGESTION}/handler",
+    f"{c.FUNCTION_EXTRACTION}/handler", f"{c.FUNCTION_EXPIRY}/handler", "migrations/handler",
+})
+
+
 def functions_dir() -> Path:
-    """``MEMORY_ENGINE_FUNCTIONS_DIR`` when set, else the repository's ``functions/``."""
+    """``MEMORY_ENGINE_FUNCTIONS_DIR`` when set, else the ``functions/`` folder of the checkout this
+    package runs from (the nearest enclosing folder with a ``pyproject.toml`` and a ``functions/``)."""
     configured = get_container().settings.functions_dir
     if configured is not None:
         return configured
-    # layers/core/memory_engine/local/lambda_runtime.py -> repository root
-    return Path(__file__).resolve().parents[4] / "functions"
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "functions").is_dir():
+            return folder / "functions"
+    raise ConfigurationError(
+        f"no functions/ folder next to this package ({Path(__file__).resolve().parent}): set "
+        f"{c.ENV_FUNCTIONS_DIR} to the folder that holds the Lambda handlers")
 
 
 def load_module(relative: str) -> ModuleType:
-    """Load ``functions/<relative>.py`` (e.g. ``api/handler``) once per process."""
+    """Load ``functions/<relative>.py`` (one of :data:`HANDLER_MODULES`, e.g. ``api/handler``) once per
+    process."""
+    if relative not in HANDLER_MODULES:
+        raise ValueError(f"not a Lambda handler of this engine: {relative!r} (known: {sorted(HANDLER_MODULES)})")
     name = "memory_engine_functions." + relative.replace("/", ".")
     with _lock:
         if name in sys.modules:

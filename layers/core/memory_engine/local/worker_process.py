@@ -135,7 +135,7 @@ def worker_main(conn: Connection, settings: Settings, starts: Any, embed_threads
 
     overrides: dict[str, Any] = {"pipeline_starter": ForwardingPipelineStarter(starts)}
     if settings.embedding_provider is EmbeddingProvider.LOCAL:
-        from memory_engine.adapters.local.onnx_embedder import OnnxMiniLMEmbedder
+        from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
 
         overrides["embedder"] = OnnxMiniLMEmbedder(threads=embed_threads)
     container = LocalContainer(settings, **overrides)

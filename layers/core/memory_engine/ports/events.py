@@ -19,6 +19,16 @@ class EventPublisher(ABC):
         """Publish one event; returns the bus's event id when it gives one."""
 
 
+class NoEventBus(EventPublisher):
+    """A function deployed without a bus (``EVENT_BUS_NAME``): the steps that publish get one from the
+    stack, so a publish here is a deployment error, said as one, never an event quietly lost."""
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> str | None:
+        from memory_engine.errors import ConfigurationError
+
+        raise ConfigurationError(f"EVENT_BUS_NAME is not set: {detail_type} cannot be published")
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     """An event the consumer will never process, with why."""

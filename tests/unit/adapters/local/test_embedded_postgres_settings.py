@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_engine.adapters.local import embedded_postgres as ep
 from memory_engine.constants import ENV_PG_SHARED_BUFFERS
+from memory_engine.local.adapters import embedded_postgres as ep
 
 GB = 2**30
 

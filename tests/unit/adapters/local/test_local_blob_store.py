@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_engine.adapters.local.blob_store import LocalBlobStore
+from memory_engine.local.adapters.blob_store import LocalBlobStore
 
 
 def test_delete_prefix_removes_exactly_the_keys_under_it(tmp_path: Path) -> None:

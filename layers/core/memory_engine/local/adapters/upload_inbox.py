@@ -14,10 +14,10 @@ import hashlib
 import logging
 from pathlib import Path
 
-from memory_engine.adapters.local.blob_store import LocalBlobStore
-from memory_engine.adapters.local.files import atomic_write
 from memory_engine.domain.upload_tokens import UploadGrant
 from memory_engine.errors import Forbidden
+from memory_engine.local.adapters.blob_store import LocalBlobStore
+from memory_engine.local.adapters.files import atomic_write
 from memory_engine.ports.blobs import BlobStoreError
 
 logger = logging.getLogger(__name__)

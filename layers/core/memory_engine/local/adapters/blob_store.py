@@ -20,9 +20,9 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memory_engine.adapters.local.files import atomic_write, read_or_create_secret
 from memory_engine.domain.upload_tokens import DOWNLOAD_PURPOSE, UploadGrant, sign_upload_token, verify_upload_token
 from memory_engine.errors import InvalidInput, NotFound
+from memory_engine.local.adapters.files import atomic_write, read_or_create_secret
 from memory_engine.ports.blobs import BlobInfo, BlobStoreError, PresignedUpload
 
 logger = logging.getLogger(__name__)
