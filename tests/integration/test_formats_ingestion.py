@@ -168,3 +168,20 @@ def test_a_text_posted_at_an_html_path_is_read_as_a_page_and_at_a_txt_path_as_te
     # And the .txt one stays the text it was posted as
     text = api.get("/v1/documents", params={"path_prefix": "/posted/notice.txt"}).json["data"][0]
     assert text["content_type"] == "text/plain" and "<script>" in "".join(_chunks(container, text["id"]))
+
+
+def test_a_posted_text_is_read_as_its_declared_content_type(api: ApiClient, container: Container) -> None:
+    page = ("<html><head><title>Tide table</title><script>var t = 'script-only-word';</script></head>"
+            "<body><h1>Tides</h1><p>High water at Brest is at 14:05.</p></body></html>")
+    # Given the page posted under a path without a telling extension, declared as HTML
+    r = api.post("/v1/documents", {"path": "/posted/tides", "content": page, "content_type": "Text/HTML; charset=utf-8",
+                                   "wait": True})
+    assert r.status in (200, 201), r.json
+    # Then it is read as a page: its text, no markup, no script
+    assert r.json["status"] == "ready" and r.json["content_type"] == "text/html" and r.json["title"] == "Tide table"
+    chunks = _chunks(container, r.json["id"])
+    assert any("High water at Brest is at 14:05." in chunk for chunk in chunks)
+    assert not [chunk for chunk in chunks if _MARKUP.search(chunk) or "script-only-word" in chunk]
+    # And a type a posted text cannot be read as is a 422 naming the field
+    bad = api.post("/v1/documents", {"path": "/posted/scan", "content": "x", "content_type": "application/pdf"})
+    assert bad.status == 422 and bad.json["error"]["details"][0]["field"] == "content_type", bad.json

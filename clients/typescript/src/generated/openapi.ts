@@ -722,6 +722,11 @@ export interface components {
             chunk_strategy?: components["schemas"]["ChunkStrategy"] | null;
             /** Content */
             content: string;
+            /**
+             * Content Type
+             * @description how the text is read: `text/plain`, `text/markdown`, `text/html` (main content, no markup), `text/csv`, `application/json` or `message/rfc822`; default: the path's extension when it names one of these, else plain text
+             */
+            content_type?: string | null;
             /** Metadata */
             metadata?: {
                 [key: string]: unknown;

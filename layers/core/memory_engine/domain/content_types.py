@@ -62,6 +62,12 @@ _EXTENSIONS = {
 }
 
 
+def posted_text_formats() -> frozenset[str]:
+    """The types a text posted to ``POST /v1/documents`` can be read as (its ``content_type``, else
+    its path's extension when it names one of them, else plain text)."""
+    return frozenset({TEXT, MARKDOWN, HTML, CSV, JSON, EML})
+
+
 def normalize(content_type: str | None) -> str:
     """``"Text/Plain; charset=utf-8"`` -> ``"text/plain"``."""
     return (content_type or "").split(";", 1)[0].strip().lower()

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory_engine.domain import content_types as ct
 from memory_engine.domain.documents import MAX_TEXT_CHARS, ChunkSettings, ChunkStrategy, normalize_path
 from memory_engine.domain.entities import normalize_entity_name
 from memory_engine.domain.entries import (
@@ -63,7 +64,22 @@ class CreateTextDocument(DocumentFields):
     """`POST /v1/documents`."""
 
     content: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    content_type: Text | None = Field(None, max_length=200, description=(
+        "how the text is read: `text/plain`, `text/markdown`, `text/html` (main content, no markup), `text/csv`, "
+        "`application/json` or `message/rfc822`; default: the path's extension when it names one of these, else "
+        "plain text"))
     wait: bool = False
+
+    @field_validator("content_type")
+    @classmethod
+    def _content_type(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        normalized = ct.normalize(value)
+        if normalized not in ct.posted_text_formats():
+            raise ValueError(f"a posted text can be read as {', '.join(sorted(ct.posted_text_formats()))}; "
+                             "upload other files (POST /v1/documents/uploads)")
+        return normalized
 
 
 class TextDocumentBatch(BaseModel):

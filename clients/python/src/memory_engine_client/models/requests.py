@@ -122,6 +122,9 @@ class CreateTextDocument(RequestModel):
     chunk_strategy: ChunkStrategy | None = None
     chunk_size: int | None = None
     chunk_overlap: int | None = None
+    #: how the text is read (text/plain, text/markdown, text/html, text/csv, application/json,
+    #: message/rfc822); default: the path's extension when it names one of these, else plain text
+    content_type: str | None = None
     wait: bool = False
 
 

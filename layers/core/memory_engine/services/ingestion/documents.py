@@ -40,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 #: `wait: true` blocks at most this long (API Gateway's integration timeout is 30 s).
 WAIT_LIMIT_SECONDS = 25.0
-#: The text formats a posted text is read as when its path's extension names one (else plain text).
-TEXT_FORMATS = frozenset({ct.MARKDOWN, ct.HTML, ct.CSV, ct.JSON, ct.EML})
 #: Upload URLs (presigned S3 PUT, or the local signed token) expire after this long.
 UPLOAD_URL_TTL_SECONDS = 3600
 #: A ``pending`` document whose upload URL expired this long ago without an upload ends ``failed``
@@ -79,7 +77,7 @@ def create_text_document(ports: IngestionPorts, starter: PipelineStarter, projec
         raise InvalidInput("content must not be blank", details=[{"field": "content"}])
     data = body.content.encode("utf-8")
     by_extension = ct.from_extension(body.path)  # a posted page, table or message is read as one (issue 37)
-    content_type = by_extension if by_extension in TEXT_FORMATS else ct.TEXT
+    content_type = body.content_type or (by_extension if by_extension in ct.posted_text_formats() else ct.TEXT)
     key = object_key(project_id, body.path)
     rule = rule_for(ports.documents.list_rules(project_id) if rules is None else rules, content_type)
     settings, source = effective_chunk_settings(rule, TEXT_DEFAULTS)
