@@ -122,6 +122,9 @@ class SearchRequest(RequestModel):
     document_ids: list[str] | None = None
     document_paths: list[str] | None = None
     limit: int = 10
+    #: The relevance floor: results whose ``score`` is below it are not returned (``0``: the whole
+    #: ranking). ``None``: the server's default, 0.02 on the page's best result (a query nothing
+    #: stored relates to returns no results, an answered one its whole page).
     min_score: float | None = None
     min_confidence: float = 0.5
     as_of: datetime | None = None
@@ -360,6 +363,8 @@ class MemoryResult(ResponseModel):
     source_type: Literal["memory"] = "memory"
     id: str
     content: str
+    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
+    #: queries and memories; it never rises down the page).
     score: float
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)
@@ -381,6 +386,8 @@ class DocumentResult(ResponseModel):
     source_type: Literal["document"] = "document"
     id: str
     content: str
+    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
+    #: queries and memories; it never rises down the page).
     score: float
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)

@@ -33,6 +33,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memory_engine.domain.query_text import DateMention
+from memory_engine.domain.relevance import Evidence, coverage
 from memory_engine.domain.search_config import SearchConfig, Signal
 from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey
 
@@ -181,3 +182,16 @@ def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[Resu
             for rank, key in enumerate(keys, start=1):
                 pre[key] = pre.get(key, 0.0) + weight * _rank_score(rank, len(keys))
     return sorted(pre, key=lambda k: (-pre[k], k))[:count]
+
+
+def evidence(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]) -> dict[ResultKey, Evidence]:
+    """Each candidate's absolute evidence for its score (domain/relevance.py): its cosine when it
+    has one, and its keyword coverage when its source's keyword signal ran (0 when no row of the
+    scope matched a query word)."""
+    idf_totals = {source: sum(idfs.values()) for source, (idfs, _) in ranked.keyword_stats.items()}
+    out: dict[ResultKey, Evidence] = {}
+    for key, cand in candidates.items():
+        source = key[0]
+        matched = (source, Signal.KEYWORD) in ranked.lists
+        out[key] = Evidence(cand.similarity, coverage(cand.bm25, idf_totals.get(source, 0.0)) if matched else None)
+    return out
