@@ -107,6 +107,16 @@ def on_named_date(candidate: Candidate, dates: Sequence[DateMention]) -> bool:
     return any(d.matches(candidate.valid_from) for d in dates)
 
 
+def recency(candidates: Mapping[ResultKey, Candidate]) -> dict[ResultKey, float]:
+    """Each dated candidate's place among the dated candidates by ``valid_from``, 0 (earliest) to 1
+    (latest); equal dates share a place. Undated rows (chunks, facts without a date) get nothing."""
+    dated = sorted({c.valid_from for c in candidates.values() if c.valid_from is not None})
+    if len(dated) < 2:
+        return {}
+    place = {when: i / (len(dated) - 1) for i, when in enumerate(dated)}
+    return {key: place[c.valid_from] for key, c in candidates.items() if c.valid_from is not None}
+
+
 def neighbours(candidates: Mapping[ResultKey, Candidate], window: int) -> dict[ResultKey, list[tuple[ResultKey, int]]]:
     """Each candidate's candidate neighbours with their distance, from the ``previous`` links
     (both directions)."""
@@ -132,6 +142,9 @@ def fuse(
             final[key] += config.subject_boost
         if config.date_boost and on_named_date(cand, dates):
             final[key] += config.date_boost
+    if config.recency_weight > 0:
+        for key, share in recency(candidates).items():
+            final[key] += config.recency_weight * share
     if config.neighbour_weight > 0 and config.neighbour_window > 0:
         # a neighbour lends what the signals found in it, not its query features: who a row is
         # about and when it happened are its own; a neighbour sharing them gets its own boost
