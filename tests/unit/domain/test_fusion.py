@@ -244,4 +244,4 @@ def test_recency_breaks_a_near_tie_for_the_newer_fact_but_not_a_clear_lead() -> 
     # Then the newer of the two comes first, and recency does not lift the weak latest one over them
     assert order == ["new", "old", "far"]
     # And without the weight the older one keeps its hair's lead
-    assert [s.key[1] for s in fuse(lists, cands, config.model_copy(update={"recency_weight": 0.0}))][0] == "old"
+    assert fuse(lists, cands, config.model_copy(update={"recency_weight": 0.0}))[0].key[1] == "old"
