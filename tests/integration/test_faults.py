@@ -116,7 +116,9 @@ def test_embedding_provider_down_writes_are_kept_search_degrades_and_reembed_rep
     # Then every vector is there and search is whole again
     assert repaired["memory_entries"] >= 2 and _missing_vectors(database_url, "memory_entries", project_id) == 0
     assert _missing_vectors(database_url, "entities", project_id) == 0
-    whole = api.post("/v1/knowledge/search", {"query": "who keeps the invoicing system running", "memory_ids": [memory["id"]]})
+    # (the whole ranking: this is about the vector list coming back, not about the relevance floor)
+    whole = api.post("/v1/knowledge/search", {"query": "who keeps the invoicing system running", "memory_ids": [memory["id"]],
+                                              "min_score": 0})
     assert "degraded" not in whole.json
     assert len(whole.json["results"]) == 2 and all(r["signal_ranks"].get("vector") for r in whole.json["results"])
 

@@ -33,7 +33,7 @@ def world(container: Container) -> dict[str, Any]:
 
 
 def keyword(container: Container, w: dict[str, Any], query: str) -> list[str]:
-    request = SearchRequest(query=query, memory_ids=[w["memory"]], limit=50)
+    request = SearchRequest(query=query, memory_ids=[w["memory"]], limit=50, min_score=0)
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=w["project_id"],
                                 request=request, config=PRESETS["keyword_only"])
     return [r.id for r in response.results]
@@ -49,8 +49,10 @@ def test_a_lexeme_under_the_cap_is_read_and_its_rows_are_candidates(container: C
 def test_a_lexeme_over_the_cap_is_scored_from_its_share_not_read(
     container: Container, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given "harbour" is in more rows of the table than the cap
+    # Given "harbour" is in more rows of the table than the cap (and the scope is read as a large
+    # one would be: a scope of at most DF_CAP rows counts every lexeme in its own rows instead)
     monkeypatch.setattr(bm25, "SCAN_CAP", COMMON // 2)
+    monkeypatch.setattr(bm25, "counts_locally", lambda n, column: False)
     found = keyword(container, world, "harbour zanzibar")
     # Then only the rarer word's rows are candidates, and "harbour" still counts in their scores
     # (its idf comes from its share of the scope): the row with both words ranks first
@@ -71,7 +73,7 @@ def test_a_large_page_gets_a_keyword_list_as_deep_as_the_others(container: Conta
     seed = Seeder(container, "bm25-depth")
     memory = seed.memory("notes")
     facts = {seed.fact(memory, f"lighthouse log entry number {i}", embed=False) for i in range(90)}
-    request = SearchRequest(query="lighthouse", memory_ids=[memory], limit=80)
+    request = SearchRequest(query="lighthouse", memory_ids=[memory], limit=80, min_score=0)
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
                                 request=request, config=PRESETS["keyword_only"])
     # Then the page is full: the exact pass rescores twice the list's depth (200), not a fixed 60 rows
@@ -87,7 +89,7 @@ def test_shares_are_read_again_after_an_analyze(container: Container, monkeypatc
     with container.database.connection() as conn:
         conn.execute("ANALYZE memory_entries")
     search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
-                     request=SearchRequest(query="quay", memory_ids=[first]), config=PRESETS["keyword_only"])
+                     request=SearchRequest(query="quay", memory_ids=[first], min_score=0), config=PRESETS["keyword_only"])
     # When a memory where "lantern" is common is loaded and the table analyzed again
     later = seed.memory("after")
     lanterns = [seed.fact(later, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
@@ -99,7 +101,7 @@ def test_shares_are_read_again_after_an_analyze(container: Container, monkeypatc
     # shares "lantern" sorts first as an unknown, spends the budget, and "quay" is never counted)
     monkeypatch.setattr(bm25, "HITS_BUDGET", 10)
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
-                                request=SearchRequest(query="lantern quay", memory_ids=[later]),
+                                request=SearchRequest(query="lantern quay", memory_ids=[later], min_score=0),
                                 config=PRESETS["keyword_only"])
     assert response.results[0].id == target
     assert {r.id for r in response.results} <= {target, *lanterns}

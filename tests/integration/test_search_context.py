@@ -44,7 +44,7 @@ def chat(container: Container) -> dict[str, Any]:
 
 
 def search(container: Container, chat: dict[str, Any], query: str, preset: str = "hybrid", limit: int = 3) -> list[str]:
-    request = SearchRequest(query=query, memory_ids=[chat["memory_id"]], limit=limit)
+    request = SearchRequest(query=query, memory_ids=[chat["memory_id"]], limit=limit, min_score=0)  # the ranking, not the floor
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
                                 request=request, config=PRESETS[preset])
     return [r.id for r in response.results]
@@ -105,7 +105,7 @@ def test_a_named_date_favours_facts_of_that_day(container: Container, chat: dict
 
 def test_a_named_day_brings_its_facts_when_no_word_matches(container: Container, chat: dict[str, Any]) -> None:
     # no turn says "happened" or "June": only the date list (that day's facts) can find them
-    request = SearchRequest(query="What happened on 9 June, 2023?", memory_ids=[chat["memory_id"]], limit=10,
+    request = SearchRequest(query="What happened on 9 June, 2023?", memory_ids=[chat["memory_id"]], limit=10, min_score=0,
                             signals=["keyword"])
     got = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
                            request=request, config=HYBRID)
@@ -145,7 +145,7 @@ def test_without_an_embedding_the_date_list_is_most_recent_first(container: Cont
 
 def test_neighbours_are_read_even_when_no_signal_lists_them(container: Container, chat: dict[str, Any]) -> None:
     # keyword only: turn 6 ("Yes, oils on canvas ...", context: turn 5) matches none of these words
-    request = SearchRequest(query="sunrise painting over the lake", memory_ids=[chat["memory_id"]], limit=10,
+    request = SearchRequest(query="sunrise painting over the lake", memory_ids=[chat["memory_id"]], limit=10, min_score=0,
                             signals=["keyword"])
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=chat["project_id"],
                                 request=request, config=HYBRID)

@@ -52,6 +52,9 @@ def world(container: Container) -> dict[str, Any]:
 
 
 def search(api: ApiClient, **body: Any) -> dict[str, Any]:
+    """The whole ranking unless a test says otherwise: these tests are about how rows rank, not
+    about the relevance floor (test_search_relevance.py)."""
+    body.setdefault("min_score", 0)
     response = api.post(SEARCH, body)
     assert response.status == 200, response.json
     return response.json  # type: ignore[no-any-return]

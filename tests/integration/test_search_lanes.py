@@ -41,7 +41,8 @@ def pools(database_url: str) -> Iterator[dict[int, Database]]:
 
 
 def ranked(index: PostgresKnowledgeIndex, container: Container, w: dict[str, Any]) -> list[tuple[str, float]]:
-    request = SearchRequest(query="when does the zanzibar ferry leave the harbour?", memory_ids=[w["memory"]], limit=10)
+    request = SearchRequest(query="when does the zanzibar ferry leave the harbour?", memory_ids=[w["memory"]], limit=10,
+                            min_score=0)
     response = search_knowledge(index, container.embedder, project_id=w["project_id"], request=request, config=HYBRID)
     return [(r.id, r.score) for r in response.results]
 

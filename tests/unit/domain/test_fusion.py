@@ -231,3 +231,17 @@ def test_within_reach_keeps_the_listed_rows_and_the_neighbours_of_the_top_only()
     assert set(within_reach(candidates, ranked, [key(1), key(6)], window=2)) == set(candidates)
     # And nothing is kept beyond the window
     assert set(within_reach(candidates, ranked, [key(1)], window=1)) == {key(1), key(2), key(6)}
+
+
+def test_recency_breaks_a_near_tie_for_the_newer_fact_but_not_a_clear_lead() -> None:
+    # Given two facts that answer alike (the older one a hair ahead) and a third far behind
+    config = HYBRID.model_copy(update={"recency_weight": 0.05, "neighbour_window": 0})
+    old, new = datetime(2024, 3, 1, tzinfo=UTC), datetime(2024, 4, 1, tzinfo=UTC)
+    lists = ranked({"old": 0.80, "new": 0.79, "far": 0.40}, {})
+    cands = {key("old"): fact(0.80, valid_from=old), key("new"): fact(0.79, valid_from=new),
+             key("far"): fact(0.40, valid_from=datetime(2024, 5, 1, tzinfo=UTC))}
+    order = [s.key[1] for s in fuse(lists, cands, config)]
+    # Then the newer of the two comes first, and recency does not lift the weak latest one over them
+    assert order == ["new", "old", "far"]
+    # And without the weight the older one keeps its hair's lead
+    assert fuse(lists, cands, config.model_copy(update={"recency_weight": 0.0}))[0].key[1] == "old"

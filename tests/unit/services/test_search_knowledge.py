@@ -23,9 +23,9 @@ def ranked() -> RankedLists:
 def test_results_carry_their_rank_per_signal_named_by_the_list_key() -> None:
     # Given an index whose keyword list has a then b, and whose entity list has b
     index = FakeIndex(ranked())
-    # When a memory is searched
+    # When a memory is searched for its whole ranking (the fake rows carry no evidence of relevance)
     response = search_knowledge(index, FakeEmbedder(), project_id="proj_1",
-                                request=SearchRequest(query="where does Erin live", memory_ids=["mem_1"]))
+                                request=SearchRequest(query="where does Erin live", memory_ids=["mem_1"], min_score=0))
     # Then each result says its rank in each list by the signal's name
     ranks = {r.id: r.signal_ranks for r in response.results}
     assert ranks == {"ment_a": {"keyword": 1}, "ment_b": {"keyword": 2, "entity": 1}}

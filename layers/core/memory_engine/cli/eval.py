@@ -1,4 +1,4 @@
-"""`memory-engine eval locomo|beir`: retrieval quality on real data, presets side by side.
+"""`memory-engine eval locomo|beir|negatives`: retrieval quality on real data, presets side by side.
 
 Runs in a throwaway embedded PostgreSQL (or ``--database-url``), with document/query vectors
 cached under ``$MEMORY_ENGINE_HOME/eval-cache`` so reruns skip the model.
@@ -25,12 +25,30 @@ def register(sub: Any) -> None:
     locomo.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo" / "locomo_dev5.json")
     locomo.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
+    locomo.add_argument("--as-client", action="store_true",
+                        help="write turns as a plain client does (batch, \"Speaker: text\", no subject, no ANALYZE)")
     beir = kinds.add_parser("beir", help="a BEIR dataset (e.g. SciFact): nDCG@10, recall@10, MRR")
     beir.add_argument("--data", type=Path, default=DEFAULT_DATA / "scifact")
     beir.add_argument("--split", default="train")
     beir.add_argument("--queries", type=int, default=None, help="only the first N judged queries")
     beir.add_argument("--docs", type=int, default=None, help="judged documents plus fillers up to N")
-    for p in (locomo, beir):
+    negatives = kinds.add_parser("negatives", help="queries with nothing relevant in scope: empty answers, recall cost, AUROC")
+    negatives.add_argument("--locomo", type=Path, default=DEFAULT_DATA / "locomo" / "locomo_dev5.json")
+    negatives.add_argument("--scifact", type=Path, default=DEFAULT_DATA / "scifact")
+    negatives.add_argument("--split", default="train")
+    negatives.add_argument("--conversations", type=int, default=None, help="only the first N LoCoMo conversations")
+    negatives.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
+    negatives.add_argument("--queries", type=int, default=None, help="only the first N judged SciFact queries")
+    negatives.add_argument("--docs", type=int, default=None, help="SciFact: judged documents plus fillers up to N")
+    negatives.add_argument("--fit", action="store_true",
+                           help="also fit the score's models on each data set and check them on the others")
+    negatives.add_argument("--dump", type=Path, default=None, help="write every scored row as JSON lines to this file")
+    beam = kinds.add_parser("beam", help="BEAM conversations: evidence recall@10, hit@10 per category, plain BM25 beside")
+    beam.add_argument("--data", type=Path, default=DEFAULT_DATA / "beam")
+    beam.add_argument("--sizes", default="100K,500K", help="comma-separated sizes (file name part), e.g. 100K")
+    beam.add_argument("--conversations", type=int, default=None, help="only the first N conversations of each size")
+    beam.add_argument("--no-plain", action="store_true", help="without the bm25s row (bm25s is in the dev extra)")
+    for p in (locomo, beir, negatives, beam):
         p.add_argument("--database-url", default=None, help="use this PostgreSQL instead of a temporary one")
         p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default $MEMORY_ENGINE_HOME/eval-cache)")
         p.add_argument(
@@ -96,8 +114,27 @@ def run(args: argparse.Namespace) -> int:
             conversations = locomo.load(args.data, max_conversations=args.conversations)
             variants = parse_variants(args.variant)
             table = locomo.evaluate(container, conversations, max_questions=args.questions,
-                                    rows=(*locomo.ROWS, *variants), configs={**PRESETS, **variants})
+                                    rows=(*locomo.ROWS, *variants), configs={**PRESETS, **variants},
+                                    as_client=args.as_client)
             title = f"LoCoMo retrieval ({args.data.name}, {len(conversations)} conversations, categories 1-4)"
+        elif args.dataset == "beam":
+            from memory_engine.evaluation import beam as beam_eval
+            from memory_engine.evaluation.scored import NegativesReport
+
+            chats = beam_eval.load(args.data, sizes=args.sizes.split(","), max_conversations=args.conversations)
+            report = beam_eval.evaluate(container, chats, plain=not args.no_plain)
+            print(report.render(f"BEAM ({args.sizes}, {len(chats)} conversations; the whole ranking)"))
+            negatives_report = NegativesReport()
+            negatives_report.add("beam (abstention)", report.negatives)
+            print("\n" + negatives_report.render())
+            print(f"\nembedding model: {container.embedder.model_id}; took {time.perf_counter() - started:.0f} s")
+            return 0
+        elif args.dataset == "negatives":
+            from memory_engine.evaluation import negatives
+
+            print(negatives.run(container, args))
+            print(f"\nembedding model: {container.embedder.model_id}; took {time.perf_counter() - started:.0f} s")
+            return 0
         else:
             from memory_engine.evaluation import beir
 

@@ -9,13 +9,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from memory_engine.domain.entries import EntityRef, EntityRole
+from memory_engine.domain.entries import normalize_entity_name as normalize_entity_name
 
 _WS = re.compile(r"\s+")
-
-
-def normalize_entity_name(name: str) -> str:
-    """The matching key of an entity: NFKC, lower case, whitespace collapsed, stripped."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", name)).strip().lower()
 
 
 def display_entity_name(name: str) -> str:
@@ -77,15 +73,33 @@ def anchor_name(links: Sequence[LinkedEntity]) -> str | None:
     return min(links, key=lambda link: rank.get(link.role, len(rank))).name if links else None
 
 
+#: About what the embedding model reads of a text: 256 word pieces, some 1,000 characters of English
+#: prose (about 4 characters a piece; code and numbers take more pieces a character, so it is an
+#: upper bound there). The local model and Titan v2's default input cut the rest.
+EMBED_WINDOW_CHARS = 1_000
+#: A context shorter than this once cut to the room left is dropped rather than embedded as a stub.
+MIN_CONTEXT_CHARS = 80
+
+
 def embedding_text(content: str, anchor: str | None, *, context: str | None = None) -> str:
     """What gets embedded for a fact: ``"<fact>. About: <anchor>."`` when it has an anchor
     (the Memory Soda design: the anchor becomes prominent in vector space), else the bare fact;
     after its ``context`` line when it has one (the turn before it: "Yes, last Tuesday!" alone
-    means nothing)."""
+    means nothing), but only in the room the fact leaves in the model's window
+    (:data:`EMBED_WINDOW_CHARS`), the context's end kept (the part next to the fact): placed first
+    whole, a long previous turn filled the window and the fact itself was never read (BEAM's long
+    technical turns: the vector signal's recall@10 fell from 0.393 to 0.075, issue 35)."""
     text = content.strip()
     if anchor:
         text = f"{text} About: {anchor}." if text.endswith((".", "!", "?")) else f"{text}. About: {anchor}."
-    return f"{context.strip()}\n{text}" if context and context.strip() else text
+    room = EMBED_WINDOW_CHARS - len(text) - 1
+    before = (context or "").strip()
+    if len(before) > room:
+        cut = before[len(before) - room:] if room > 0 else ""
+        space = cut.find(" ")
+        before = cut[space + 1:] if 0 <= space < len(cut) - 1 else cut
+        before = before if len(before) >= MIN_CONTEXT_CHARS else ""
+    return f"{before}\n{text}" if before else text
 
 
 def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None) -> list[str]:

@@ -7,10 +7,12 @@ is a stored row as the API returns it; ``Memory`` is the container.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory_engine.domain.validation import (
     Float,
@@ -71,9 +73,30 @@ def clean_tags(tags: list[str] | None) -> list[str]:
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(clean_tags)]
 
 
+_WS = re.compile(r"\s+")
+
+
+def normalize_entity_name(name: str) -> str:
+    """The matching key of an entity: NFKC, lower case, whitespace collapsed, stripped."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", name)).strip().lower()
+
+
+#: ``"<speaker>: <text>"``: a name of up to 60 characters (no colon, no line break) before ": ".
+_SPEAKER_PREFIX = re.compile(r"([^:\n]{1,60}):\s+\S")
+
+
+def speaker_of(content: str) -> str | None:
+    """The speaker of a turn written as ``"<speaker>: <text>"``, else None."""
+    match = _SPEAKER_PREFIX.match(content.strip())
+    return match.group(1).strip() or None if match else None
+
+
 def turn_text(subject: str | None, content: str) -> str:
-    """A fact as a line of its conversation, ``"<subject>: <content>"``, cut to ``CONTEXT_TURN_CHARS``."""
-    text = f"{subject}: {content}" if subject else content
+    """A fact as a line of its conversation, ``"<subject>: <content>"`` (the content alone when it
+    already starts with its subject as a speaker), cut to ``CONTEXT_TURN_CHARS``."""
+    speaker = speaker_of(content) if subject else None
+    named = speaker is not None and subject is not None and normalize_entity_name(speaker) == normalize_entity_name(subject)
+    text = f"{subject}: {content}" if subject and not named else content
     return text[:CONTEXT_TURN_CHARS]
 
 
@@ -172,6 +195,17 @@ class NewEntry(ValidityWindow):
     @classmethod
     def _none_entities(cls, value: Any) -> Any:
         return [] if value is None else value
+
+    @model_validator(mode="after")
+    def _speaker_is_subject(self) -> NewEntry:
+        """A conversation turn written as ``"<speaker>: <text>"`` with the speaker among its entities
+        and no ``subject`` is about its speaker: the speaker becomes its subject (what the search's
+        subject feature and the ``<knowledge>`` grouping read), as if the client had said so."""
+        if self.subject is None and self.entities:
+            speaker = speaker_of(self.content)
+            if speaker and any(normalize_entity_name(ref.name) == normalize_entity_name(speaker) for ref in self.entities):
+                self.subject = speaker
+        return self
 
 
 def as_utc(value: datetime | None) -> datetime | None:

@@ -33,6 +33,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memory_engine.domain.query_text import DateMention
+from memory_engine.domain.relevance import Evidence, coverage
 from memory_engine.domain.search_config import SearchConfig, Signal
 from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey
 
@@ -106,6 +107,16 @@ def on_named_date(candidate: Candidate, dates: Sequence[DateMention]) -> bool:
     return any(d.matches(candidate.valid_from) for d in dates)
 
 
+def recency(candidates: Mapping[ResultKey, Candidate]) -> dict[ResultKey, float]:
+    """Each dated candidate's place among the dated candidates by ``valid_from``, 0 (earliest) to 1
+    (latest); equal dates share a place. Undated rows (chunks, facts without a date) get nothing."""
+    dated = sorted({c.valid_from for c in candidates.values() if c.valid_from is not None})
+    if len(dated) < 2:
+        return {}
+    place = {when: i / (len(dated) - 1) for i, when in enumerate(dated)}
+    return {key: place[c.valid_from] for key, c in candidates.items() if c.valid_from is not None}
+
+
 def neighbours(candidates: Mapping[ResultKey, Candidate], window: int) -> dict[ResultKey, list[tuple[ResultKey, int]]]:
     """Each candidate's candidate neighbours with their distance, from the ``previous`` links
     (both directions)."""
@@ -131,6 +142,9 @@ def fuse(
             final[key] += config.subject_boost
         if config.date_boost and on_named_date(cand, dates):
             final[key] += config.date_boost
+    if config.recency_weight > 0:
+        for key, share in recency(candidates).items():
+            final[key] += config.recency_weight * share
     if config.neighbour_weight > 0 and config.neighbour_window > 0:
         # a neighbour lends what the signals found in it, not its query features: who a row is
         # about and when it happened are its own; a neighbour sharing them gets its own boost
@@ -181,3 +195,16 @@ def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[Resu
             for rank, key in enumerate(keys, start=1):
                 pre[key] = pre.get(key, 0.0) + weight * _rank_score(rank, len(keys))
     return sorted(pre, key=lambda k: (-pre[k], k))[:count]
+
+
+def evidence(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]) -> dict[ResultKey, Evidence]:
+    """Each candidate's absolute evidence for its score (domain/relevance.py): its cosine when it
+    has one, and its keyword coverage when its source's keyword signal ran (0 when no row of the
+    scope matched a query word)."""
+    idf_totals = {source: sum(idfs.values()) for source, (idfs, _) in ranked.keyword_stats.items()}
+    out: dict[ResultKey, Evidence] = {}
+    for key, cand in candidates.items():
+        source = key[0]
+        matched = (source, Signal.KEYWORD) in ranked.lists
+        out[key] = Evidence(cand.similarity, coverage(cand.bm25, idf_totals.get(source, 0.0)) if matched else None)
+    return out

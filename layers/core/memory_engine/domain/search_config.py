@@ -56,6 +56,11 @@ class SearchConfig(BaseModel):
     #: conversation (facts) or document (chunks) lend ``neighbour_weight`` x their score, times
     #: ``neighbour_decay`` per step beyond the first; the best ``neighbour_expand`` candidates
     #: have their neighbours read even when no signal listed them.
+    #: Recency as a tie-breaker (convex only): a fact gains up to ``recency_weight`` by when it
+    #: happened (``valid_from``) among the query's candidates, latest most, so of two rows that answer
+    #: alike the newer ranks first (a value that changed: "165 commits", not the earlier "150"). Small
+    #: beside the signals (each up to 1): it reorders near-ties only.
+    recency_weight: float = Field(0.0, ge=0.0)
     neighbour_window: int = Field(2, ge=0, le=5)
     neighbour_weight: float = Field(0.3, ge=0.0)
     neighbour_decay: float = Field(0.5, ge=0.0, le=1.0)

@@ -42,7 +42,11 @@ class SearchRequest(BaseModel):
     document_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     document_paths: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     limit: Int = Field(10, ge=1, le=MAX_LIMIT)
-    min_score: Float | None = None
+    min_score: Float | None = Field(None, description=(
+        "the relevance floor. Given, only results whose `score` is at least `min_score` are returned (`0`: "
+        "the whole ranking). Omitted, the default floor 0.02 applies to the page: when its best result "
+        "scores under it (nothing stored relates to the query) no results are returned and `render` gives "
+        "\"\"; otherwise the whole page is"))
     min_confidence: Float = Field(0.5, ge=0.0, le=1.0)
     as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
@@ -85,7 +89,11 @@ class _Result(BaseModel):
 
     id: str
     content: str
-    score: float
+    score: float = Field(description=(
+        "a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and "
+        "memories: read from the row's cosine to the query and the share of the query's keyword weight it "
+        "matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant "
+        "on judged data. It never rises down the page. 0 for a read without a query"))
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)
 

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import PRESETS, SearchConfig
@@ -81,14 +82,15 @@ def evaluate(
     container: Container, data: BeirData, *, rows: Sequence[str] = ROWS,
     configs: dict[str, SearchConfig] | None = None, project: str = "eval-beir",
 ) -> MetricTable:
-    """Seed the corpus, run every query under every config; nDCG@10, recall@10, MRR."""
+    """Seed the corpus, run every query under every config; nDCG@10, recall@10, MRR of the ranking
+    (``min_score: 0``: what the default relevance floor costs is in ``memory-engine eval negatives``)."""
     configs = configs or PRESETS
     project_id = container.projects.get_or_create_project(project).id
     seed(container, project_id, data)
     table = MetricTable(("nDCG@10", "R@10", "MRR"))
     for row in rows:
         for query_id, text in data.queries.items():
-            request = SearchRequest(query=text, document_paths=[PATH_PREFIX], limit=10)
+            request = SearchRequest(query=text, document_paths=[PATH_PREFIX], limit=10, min_score=0)  # the ranking
             response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
                                         request=request, config=configs[row])
             ranked = [frozenset({r.path.removeprefix(PATH_PREFIX)}) for r in response.results if hasattr(r, "path")]
@@ -100,3 +102,40 @@ def evaluate(
                 "MRR": reciprocal_rank(ranked, relevant),
             })
     return table
+
+
+def negatives(container: Container, data: BeirData, *, project: str = "eval-negatives-beir") -> list[Any]:
+    """The judged queries in two halves, each half's judged abstracts in a slice of their own
+    (``/neg/a/``, ``/neg/b/``) with the other abstracts shared out between the two; each query
+    searched in its half's slice (a positive) and in the other (a negative). A query one of whose
+    abstracts is judged for the other half too is left out."""
+    from memory_engine.evaluation.scored import rows_of
+
+    ids = list(data.queries)
+    halves = (ids[: len(ids) // 2], ids[len(ids) // 2:])
+    judged = [{doc for q in half for doc in data.qrels[q]} for half in halves]
+    others = [doc for doc in data.corpus if doc not in judged[0] | judged[1]]
+    slices = [judged[0] | set(others[0::2]), judged[1] | set(others[1::2])]
+    docs = [
+        DocumentText(path=f"/neg/{name}/{doc}", content=data.corpus[doc].content, title=data.corpus[doc].title,
+                     metadata={"beir_id": doc})
+        for name, chosen in zip("ab", slices, strict=True) for doc in sorted(chosen) if doc in data.corpus
+    ]
+    project_id = container.projects.get_or_create_project(project).id
+    doc_ids = insert_whole_documents(container.database, project_id, docs,
+                                     container.embedder.embed_documents([d.content for d in docs]))
+    analyze(container)
+    beir_of = {doc_id: d.path.rsplit("/", 1)[1] for doc_id, d in zip(doc_ids, docs, strict=True)}
+    with container.database.connection() as conn:
+        rows = conn.execute("SELECT id, document_id FROM document_chunks WHERE document_id = ANY(%s)", (doc_ids,)).fetchall()
+    labels = {row["id"]: frozenset({beir_of[row["document_id"]]}) for row in rows}
+    out = []
+    for own, half in enumerate(halves):
+        for query_id in half:
+            relevant = frozenset(data.qrels[query_id])
+            if relevant & slices[1 - own]:
+                continue
+            for prefix, rel in (("ab"[own], relevant), ("ab"[1 - own], frozenset[str]())):
+                request = SearchRequest(query=data.queries[query_id], document_paths=[f"/neg/{prefix}/"], limit=10)
+                out.append(rows_of(container, project_id, request, labels, rel, "scifact"))
+    return out

@@ -125,24 +125,56 @@ def seed(container: Container, project_id: str, conversation: Conversation,
     return memory.id, {k: frozenset(v) for k, v in labels.items()}
 
 
+def seed_as_client(container: Container, project_id: str, conversation: Conversation,
+                   batch: int = 100) -> tuple[str, dict[str, frozenset[str]]]:
+    """Write one conversation the way a plain client does through ``POST /v1/memory-entries/batch``:
+    content ``"<speaker>: <text>"``, the speaker as an entity, no ``subject``, ``source_conversation_id``
+    per session, ``valid_from``; nothing analyzed afterwards."""
+    from memory_engine.services.write_batch import write_entries
+
+    memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
+    labels: dict[str, set[str]] = {}
+    for start in range(0, len(conversation.turns), batch):
+        part = conversation.turns[start:start + batch]
+        items = [{
+            "memory_id": memory.id, "content": f"{turn.speaker}: {turn.text}", "entities": [{"name": turn.speaker}],
+            "valid_from": turn.when.isoformat() if turn.when else None, "metadata": {"dia_id": turn.dia_id},
+            "source_conversation_id": f"{conversation.sample_id}/{turn.dia_id.split(':', 1)[0]}",
+            "duplicate_threshold": 1.0,
+        } for turn in part]
+        written = write_entries(container.entries, container.embedder, container.chat_model, project_id=project_id,
+                                items=items)
+        for turn, item in zip(part, written, strict=True):
+            if item.entry is not None:
+                labels.setdefault(item.entry.id, set()).add(turn.dia_id)
+    return memory.id, {k: frozenset(v) for k, v in labels.items()}
+
+
 def evaluate(
     container: Container, conversations: Sequence[Conversation], *, rows: Sequence[str] = ROWS,
     configs: dict[str, SearchConfig] | None = None, max_questions: int | None = None, project: str = "eval-locomo",
+    as_client: bool = False,
 ) -> MetricTable:
-    """Seed every conversation, run every question under every config; recall@5/10 and MRR."""
+    """Seed every conversation, run every question under every config; recall@5/10 and MRR of the
+    ranking (``min_score: 0``: the default floor's cost is in ``memory-engine eval negatives``). With
+    ``as_client`` each conversation is written as :func:`seed_as_client` does and searched right
+    after, without ``ANALYZE``."""
     configs = configs or PRESETS
     project_id = container.projects.get_or_create_project(project).id
     table = MetricTable(("R@5", "R@10", "MRR"))
     from memory_engine.evaluation.beir import analyze
 
     for conversation in conversations:
-        memory_id, labels = seed(container, project_id, conversation)
-        analyze(container)
+        if as_client:
+            memory_id, labels = seed_as_client(container, project_id, conversation)
+        else:
+            memory_id, labels = seed(container, project_id, conversation)
+            analyze(container)
         logger.info("seeded %s: %d turns -> %d entries", conversation.sample_id, len(conversation.turns), len(labels))
         questions = [q for q in conversation.questions if q.evidence][:max_questions]
         for row in rows:
             for question in questions:
-                request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10)
+                request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10, min_score=0)  # the ranking
                 response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
                                             request=request, config=configs[row])
                 ranked = [labels.get(r.id, frozenset()) for r in response.results]
@@ -153,3 +185,27 @@ def evaluate(
                     "MRR": reciprocal_rank(ranked, question.evidence),
                 })
     return table
+
+
+def negatives(container: Container, conversations: Sequence[Conversation], *, max_questions: int | None = None,
+              project: str = "eval-negatives-locomo") -> list[Any]:
+    """Every conversation in its own memory; each question searched in its own memory (a positive)
+    and in the next conversation's (a negative: nothing there can be relevant). Rows as
+    :func:`memory_engine.evaluation.scored.rows_of` keeps them."""
+    from memory_engine.evaluation.beir import analyze
+    from memory_engine.evaluation.scored import rows_of
+
+    project_id = container.projects.get_or_create_project(project).id
+    seeded = [seed(container, project_id, conversation) for conversation in conversations]
+    analyze(container)
+    out = []
+    for i, conversation in enumerate(conversations):
+        memory_id, labels = seeded[i]
+        other_id, _ = seeded[(i + 1) % len(seeded)]
+        for question in [q for q in conversation.questions if q.evidence][:max_questions]:
+            out.append(rows_of(container, project_id, SearchRequest(query=question.text, memory_ids=[memory_id], limit=10),
+                               labels, question.evidence, "locomo"))
+            if other_id != memory_id:
+                out.append(rows_of(container, project_id, SearchRequest(query=question.text, memory_ids=[other_id], limit=10),
+                                   {}, frozenset(), "locomo"))
+    return out

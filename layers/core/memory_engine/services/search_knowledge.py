@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory_engine.domain.fusion import Scored, fuse, top_keys, within_reach
-from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
+from memory_engine.domain.fusion import evidence, fuse, top_keys, within_reach
+from memory_engine.domain.query_text import DateMention, date_mentions, name_candidates, uses_websearch_syntax
+from memory_engine.domain.relevance import Evidence, along_ranking, kept, relevance
 from memory_engine.domain.render import render
 from memory_engine.domain.rrf import Fused, rrf
 from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
@@ -122,10 +123,47 @@ def search_knowledge(
     return response
 
 
-def _ranked(
+@dataclass(frozen=True)
+class RankedRow:
+    """One row of the fused ranking: its fused score (the order), its own relevance estimate
+    (domain/relevance.py, from ``evidence``) and its rank in each list that had it."""
+
+    key: ResultKey
+    fused: float
+    estimate: float
+    ranks: dict[ListKey, int]
+    evidence: Evidence | None = None
+
+
+def ranking(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
-    query_vector: QueryVector, *, raw: bool,
-) -> list[MemoryResult | DocumentResult]:
+    query_vector: QueryVector,
+) -> list[RankedRow] | None:
+    """The whole fused ranking of a query (best first), each row with its relevance estimate; None
+    for ``fusion="rrf"`` (ranked by :func:`_rrf_results`, which scores the page's rows by their
+    cosine alone)."""
+    query, dates = _signal_query(request, config, query_vector)
+    if config.fusion == "rrf":
+        return None
+    window = config.neighbour_window if config.neighbour_weight > 0 else 0
+
+    def top_of(lists: RankedLists) -> list[ResultKey]:
+        return top_keys(lists, config, config.neighbour_expand) if window else []
+
+    ranked, candidates = index.rank_and_read(project_id, query, scopes, window=window, top_of=top_of)
+    if window:  # the neighbours of the best overall, whichever source's lists came in first
+        candidates = within_reach(candidates, ranked, top_of(ranked), window)
+    names = frozenset(query.entity_names) if config.subject_boost else frozenset()
+    found = evidence(ranked, candidates)
+    return [
+        RankedRow(s.key, s.score, relevance(found[s.key]), s.ranks, found[s.key])
+        for s in fuse(ranked, candidates, config, names=names, dates=dates)
+    ]
+
+
+def _signal_query(
+    request: SearchRequest, config: SearchConfig, query_vector: QueryVector,
+) -> tuple[SignalQuery, list[DateMention]]:
     signals = set(config.signals)
     embedding = query_vector.vector
     if query_vector.embedding_failed:
@@ -144,37 +182,40 @@ def _ranked(
         keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
         dates=tuple(dates),
     )
-    if config.fusion == "rrf":
-        return _rrf_results(index, project_id, request, config, index.rank(project_id, query, scopes), embedding, raw=raw)
-    window = config.neighbour_window if config.neighbour_weight > 0 else 0
+    return query, dates
 
-    def top_of(lists: RankedLists) -> list[ResultKey]:
-        return top_keys(lists, config, config.neighbour_expand) if window else []
 
-    ranked, candidates = index.rank_and_read(project_id, query, scopes, window=window, top_of=top_of)
-    if window:  # the neighbours of the best overall, whichever source's lists came in first
-        candidates = within_reach(candidates, ranked, top_of(ranked), window)
-    names = frozenset(query.entity_names) if config.subject_boost else frozenset()
-    return _page(index, project_id, request, fuse(ranked, candidates, config, names=names, dates=dates), embedding, raw=raw)
+def _ranked(
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
+    query_vector: QueryVector, *, raw: bool,
+) -> list[MemoryResult | DocumentResult]:
+    rows = ranking(index, project_id, request, config, scopes, query_vector)
+    if rows is None:
+        query, _ = _signal_query(request, config, query_vector)
+        return _rrf_results(index, project_id, request, config, index.rank(project_id, query, scopes),
+                            query_vector.vector, raw=raw)
+    return _page(index, project_id, request, rows, query_vector.vector, raw=raw)
 
 
 def _page(
-    index: KnowledgeIndex, project_id: str, request: SearchRequest,
-    fused: Sequence[Scored | Fused[ResultKey, ListKey]], embedding: Vector | None, *, raw: bool,
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, ranked: Sequence[RankedRow],
+    embedding: Vector | None, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
-    """The page (``min_score``, ``limit``) read in fused order, with fused scores and per-signal ranks."""
-    if request.min_score is not None:
-        fused = [f for f in fused if f.score >= request.min_score]
-    fused = fused[: request.limit]
-    rows = index.fetch(project_id, [f.key for f in fused], embedding, raw=raw)
+    """The page read in fused order: the ranking's first ``limit`` rows, scored along the ranking
+    (domain/relevance.py: a row's score is the best estimate at or below it on the page), cut by
+    the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks."""
+    head = ranked[: request.limit]
+    scores = along_ranking([row.estimate for row in head])
+    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score)]
+    rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw)
     results: list[MemoryResult | DocumentResult] = []
-    for item in fused:
-        row = rows.get(item.key)
-        if row is None:  # deleted between ranking and reading
+    for item, score in page:
+        found = rows.get(item.key)
+        if found is None:  # deleted between ranking and reading
             continue
         # the SPEC's signals (and recency, their degraded stand-in); the date list is part of the date feature
         ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
-        results.append(row.model_copy(update={"score": round(item.score, 8), "signal_ranks": ranks}))
+        results.append(found.model_copy(update={"score": round(score, 6), "signal_ranks": ranks}))
     return results
 
 
@@ -182,6 +223,19 @@ def _rrf_results(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, ranked: RankedLists,
     embedding: Vector | None, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
-    """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare)."""
+    """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare). Its
+    page's rows are scored by their cosine alone (no candidate is read before the page)."""
     weights = {name: config.weight(name[1]) for name in ranked.lists}
-    return _page(index, project_id, request, rrf(ranked.lists, k=config.rrf_k, weights=weights), embedding, raw=raw)
+    fused: list[Fused[ResultKey, ListKey]] = rrf(ranked.lists, k=config.rrf_k, weights=weights)
+    head = fused[: request.limit]
+    rows = index.fetch(project_id, [f.key for f in head], embedding, raw=raw)
+    ranked_rows = [
+        RankedRow(f.key, f.score, relevance(Evidence(rows[f.key].similarity_score, None)), f.ranks)
+        for f in head if f.key in rows
+    ]
+    scores = along_ranking([row.estimate for row in ranked_rows])
+    results: list[MemoryResult | DocumentResult] = []
+    for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score)]:
+        ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
+        results.append(rows[item.key].model_copy(update={"score": round(score, 6), "signal_ranks": ranks}))
+    return results

@@ -104,6 +104,9 @@ class SearchRequest(RequestModel):
     document_ids: list[str] | None = None
     document_paths: list[str] | None = None
     limit: int = 10
+    #: The relevance floor: results whose ``score`` is below it are not returned (``0``: the whole
+    #: ranking). ``None``: the server's default, 0.02 on the page's best result (a query nothing
+    #: stored relates to returns no results, an answered one its whole page).
     min_score: float | None = None
     min_confidence: float = 0.5
     as_of: datetime | None = None

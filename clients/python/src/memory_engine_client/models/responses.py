@@ -218,6 +218,8 @@ class MemoryResult(ResponseModel):
     source_type: Literal["memory"] = "memory"
     id: str
     content: str
+    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
+    #: queries and memories; it never rises down the page).
     score: float
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)
@@ -239,6 +241,8 @@ class DocumentResult(ResponseModel):
     source_type: Literal["document"] = "document"
     id: str
     content: str
+    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
+    #: queries and memories; it never rises down the page).
     score: float
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)

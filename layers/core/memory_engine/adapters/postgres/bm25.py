@@ -148,8 +148,16 @@ def column_stats_sql(table: str) -> str:
     )
 
 
+def counts_locally(n: int, column: ColumnStats) -> bool:
+    """Whether a scope of ``n`` rows orders and counts the query's lexemes by its own rows instead of
+    the table's planner statistics: when it is small (at most :data:`DF_CAP` rows, so a lexeme's
+    count reads no more rows than one lexeme's hits do), or when the statistics cannot describe
+    it (never gathered, or gathered when the whole table was smaller than this scope is now)."""
+    return n <= DF_CAP or column.total <= 0 or n > column.total
+
+
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
-                hits_scope: str | None = None, strict: bool = False) -> str:
+                hits_scope: str | None = None, strict: bool = False, local: bool = False) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
     as ``(id, score, idfs, analyzed)``; ``idfs`` (on one row, NULL on the others: the client parses
     it once) maps each scored lexeme to its idf so other candidates can be scored alike, and
@@ -174,12 +182,22 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
     else:
         picked = "picked AS (SELECT id FROM coarse)"
     first = "row_number() OVER () = 1"
-    return f"""
-        WITH shares AS (
+    if local:  # each lexeme's share of the scope's own rows (at most DF_CAP counted); every lexeme read
+        shares = f"""shares AS (
+            SELECT l.lexeme, l.tsq, 0::float8 AS total,
+                   (SELECT count(*) FROM (SELECT 1 FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ l.tsq
+                                          LIMIT {DF_CAP}) c)::float8 / greatest(%(n)s::float8, 1) AS share
+            FROM (SELECT lexeme, quote_literal(lexeme)::tsquery AS tsq
+                  FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lexeme) l
+        )"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    else:
+        shares = """shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
                    coalesce((%(shares)s::jsonb ->> l.lexeme)::float8, 0) AS share, %(total)s::float8 AS total
             FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) l(lexeme)
-        ), q AS MATERIALIZED (
+        )"""
+    return f"""
+        WITH {shares}, q AS MATERIALIZED (
             SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord,
                    share * total <= {SCAN_CAP} AS scanned FROM shares
         ), hits AS MATERIALIZED (
@@ -198,7 +216,6 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             SELECT lexeme, ln(1 + (greatest(%(n)s, df) - df + 0.5) / (df + 0.5)) AS idf FROM (
                 SELECT lexeme, (CASE WHEN complete THEN found ELSE greatest(found, share * %(n)s, 1) END)::float8 AS df
                 FROM counted) c
-            WHERE df > 0
         ), coarse AS (
             SELECT best.id, best.s FROM (
                 SELECT h.id, sum(i.idf) AS s FROM hits h JOIN idf i USING (lexeme)

@@ -1,0 +1,24 @@
+"""The context embedded with a fact takes only the room the fact leaves in the model's window
+(issue 35 section 3a): a long previous turn no longer pushes the fact out of what the model reads."""
+
+from __future__ import annotations
+
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS, embedding_text
+
+
+def test_a_short_turn_keeps_its_whole_previous_turn() -> None:
+    assert embedding_text("Yes, last Tuesday!", "Mel", context="Mel: when did you go?") == \
+        "Mel: when did you go?\nYes, last Tuesday! About: Mel."
+
+
+def test_a_long_previous_turn_is_cut_to_its_end_and_the_fact_comes_whole() -> None:
+    long_before = "start " + "word " * 400 + "the part right before"
+    text = embedding_text("so we deploy on fridays", "team", context=long_before)
+    assert text.endswith("\nso we deploy on fridays. About: team.")
+    assert len(text) <= EMBED_WINDOW_CHARS
+    assert "the part right before" in text and not text.startswith("start")
+
+
+def test_a_fact_that_fills_the_window_is_embedded_alone() -> None:
+    fact = "x " * EMBED_WINDOW_CHARS
+    assert embedding_text(fact, None, context="the turn before") == fact.strip()
