@@ -114,7 +114,11 @@ class WorkerPool:
         #: queue) or a queue of this pool's own, relayed by :meth:`relay_pipeline_starts`.
         self.starts: Any = starts if starts is not None else self._ctx.Queue()
         self._relaying = False
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)
+        #: Requests waiting for an idle worker: woken one at a time, in the order they came (a worker
+        #: back from a request wakes the longest waiting one, not all of them to race for it).
+        self._idle_cond = threading.Condition(lock)
         self._idle: deque[_Worker] = deque()
         self._ready: set[_Worker] = set()  # started: idle or serving
         self._starting: set[_Worker] = set()
@@ -152,6 +156,7 @@ class WorkerPool:
             self._stopping = True
             workers = list(self._ready | self._starting)
             self._cond.notify_all()
+            self._idle_cond.notify_all()
         for worker in workers:
             with contextlib.suppress(OSError, ValueError):
                 worker.conn.send(None)
@@ -240,6 +245,7 @@ class WorkerPool:
             self._idle.append(worker)
             self._started_once = self._started_once or len(self._ready) >= self.size
             self._cond.notify_all()
+            self._idle_cond.notify()
 
     def _check_start_timeouts(self) -> None:
         now = time.monotonic()
@@ -324,7 +330,8 @@ class WorkerPool:
         """An idle, living worker (waiting until ``deadline``); dead ones found on the way are retired."""
         while True:
             with self._cond:
-                if not self._cond.wait_for(lambda: self._idle or self._stopping, max(0.0, deadline - time.monotonic())):
+                if not self._idle_cond.wait_for(lambda: self._idle or self._stopping,
+                                                max(0.0, deadline - time.monotonic())):
                     return None
                 if self._stopping:
                     return None
@@ -357,10 +364,14 @@ class WorkerPool:
             logger.info("worker %s holds %.0f MB after a request; replacing it", worker.process.pid, worker.rss / 2**20)
             self._retire(worker)
         else:
-            with self._cond:
-                self._idle.append(worker)
-                self._cond.notify_all()
+            self._release(worker)
         return dict(response)
+
+    def _release(self, worker: _Worker) -> None:
+        """``worker`` is idle again: it goes to the request that has waited longest (one wake-up)."""
+        with self._cond:
+            self._idle.append(worker)
+            self._idle_cond.notify()
 
     def relay_pipeline_starts(self, start: Callable[[dict[str, Any], str], Any]) -> threading.Thread:
         """Run ``start(payload, run_id)`` in this process for every run a worker starts."""
