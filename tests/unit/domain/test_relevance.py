@@ -68,3 +68,12 @@ def test_evidence_reads_absolute_levels_not_the_lists_maximum() -> None:
     only_vector = RankedLists()
     only_vector.add(("memory", Signal.VECTOR), ScoredKeys([a], [0.2]))
     assert evidence(only_vector, {a: Candidate(similarity=0.2)})[a] == Evidence(0.2, None)
+
+
+def test_without_the_default_floor_a_page_is_kept_whole_and_min_score_still_cuts() -> None:
+    from memory_engine.domain.relevance import DEFAULT_MIN_SCORE, kept
+
+    low = [DEFAULT_MIN_SCORE / 2, DEFAULT_MIN_SCORE / 4]
+    assert kept(low, None) == 0  # a page of memories nothing relates to
+    assert kept(low, None, default_floor=False) == 2  # a page with document chunks
+    assert kept(low, DEFAULT_MIN_SCORE / 3, default_floor=False) == 1

@@ -872,7 +872,10 @@ export interface components {
             page?: number | null;
             /** Path */
             path: string;
-            /** Score */
+            /**
+             * Score
+             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query and the share of the query's keyword weight it matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
+             */
             score: number;
             /** Signal Ranks */
             signal_ranks?: {
@@ -1741,7 +1744,10 @@ export interface components {
             raw?: {
                 [key: string]: unknown;
             } | null;
-            /** Score */
+            /**
+             * Score
+             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query and the share of the query's keyword weight it matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
+             */
             score: number;
             /** Signal Ranks */
             signal_ranks?: {
@@ -1857,7 +1863,10 @@ export interface components {
              * @default 0.5
              */
             min_confidence?: number;
-            /** Min Score */
+            /**
+             * Min Score
+             * @description the relevance floor. Given, only results whose `score` is at least `min_score` are returned (`0`: the whole ranking). Omitted, the default floor 0.02 applies to a page of memories: when its best result scores under it (nothing stored relates to the query) no results are returned and `render` gives ""; otherwise the whole page is. A page holding document chunks has no default floor (the score, fitted on short texts, under-reads long chunks: docs/retrieval.md)
+             */
             min_score?: number | null;
             /**
              * Preset

@@ -107,10 +107,18 @@ def along_ranking(estimates: Sequence[float]) -> list[float]:
     return out
 
 
-def kept(scores: Sequence[float], min_score: float | None) -> int:
+def kept(scores: Sequence[float], min_score: float | None, *, default_floor: bool = True) -> int:
     """How many rows of a page scored along the ranking (:func:`along_ranking`) are returned: with
     ``min_score``, those scoring at least it; without, all of them when the first reaches
-    :data:`DEFAULT_MIN_SCORE`, else none."""
+    :data:`DEFAULT_MIN_SCORE` (or ``default_floor`` is off), else none.
+
+    The search turns the default floor off for a page holding document chunks: the coefficients were
+    fitted on short texts (conversation turns, abstracts), and BM25's length normalization lowers a
+    long chunk's coverage, so an exact phrase in a long chunk can read under the floor (a name found
+    verbatim in a Word file's 1,500-character chunk scored 0.014; tests/integration/test_formats_ingestion.py).
+    ``min_score`` given applies to every row."""
     if min_score is None:
+        if not default_floor:
+            return len(scores)
         return len(scores) if scores and scores[0] >= DEFAULT_MIN_SCORE else 0
     return sum(1 for score in scores if score >= min_score)

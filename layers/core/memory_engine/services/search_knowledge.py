@@ -206,7 +206,8 @@ def _page(
     the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks."""
     head = ranked[: request.limit]
     scores = along_ranking([row.estimate for row in head])
-    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score)]
+    documents = any(row.key[0] == "document" for row in head)  # the default floor reads memories only
+    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score, default_floor=not documents)]
     rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw)
     results: list[MemoryResult | DocumentResult] = []
     for item, score in page:
@@ -235,7 +236,9 @@ def _rrf_results(
     ]
     scores = along_ranking([row.estimate for row in ranked_rows])
     results: list[MemoryResult | DocumentResult] = []
-    for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score)]:
+    documents = any(row.key[0] == "document" for row in ranked_rows)
+    for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score,
+                                                                          default_floor=not documents)]:
         ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
         results.append(rows[item.key].model_copy(update={"score": round(score, 6), "signal_ranks": ranks}))
     return results

@@ -105,8 +105,9 @@ class SearchRequest(RequestModel):
     document_paths: list[str] | None = None
     limit: int = 10
     #: The relevance floor: results whose ``score`` is below it are not returned (``0``: the whole
-    #: ranking). ``None``: the server's default, 0.02 on the page's best result (a query nothing
-    #: stored relates to returns no results, an answered one its whole page).
+    #: ranking). ``None``: the server's default, 0.02 on the best result of a page of memories (a query
+    #: nothing stored relates to returns no results, an answered one its whole page; no default floor
+    #: on a page holding document chunks).
     min_score: float | None = None
     min_confidence: float = 0.5
     as_of: datetime | None = None
