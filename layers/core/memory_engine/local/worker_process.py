@@ -68,6 +68,26 @@ class ForwardingPipelineStarter:
         """Nothing runs here (the receiving process owns the runs)."""
 
 
+def relay_starts(starts: Any, start: Callable[[dict[str, Any], str], Any]) -> threading.Thread:
+    """The receiving side of :class:`ForwardingPipelineStarter`: ``start(payload, run_id)`` in this
+    process for every run put on ``starts``, until a ``None`` arrives."""
+
+    def loop() -> None:
+        while True:
+            item = starts.get()
+            if item is None:
+                return
+            payload, run_id = item
+            try:
+                start(payload, run_id)
+            except Exception:
+                logger.exception("could not start ingestion run %s", run_id)
+
+    thread = threading.Thread(target=loop, name="pipeline-relay", daemon=True)
+    thread.start()
+    return thread
+
+
 def _rss_bytes() -> int:
     try:
         with open("/proc/self/statm") as statm:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from memory_engine.local.worker_process import error_response, worker_main
+from memory_engine.local.worker_process import error_response, relay_starts, worker_main
 
 if TYPE_CHECKING:
     from memory_engine.settings import Settings
@@ -375,22 +375,8 @@ class WorkerPool:
 
     def relay_pipeline_starts(self, start: Callable[[dict[str, Any], str], Any]) -> threading.Thread:
         """Run ``start(payload, run_id)`` in this process for every run a worker starts."""
-
-        def loop() -> None:
-            while True:
-                item = self.starts.get()
-                if item is None:
-                    return
-                payload, run_id = item
-                try:
-                    start(payload, run_id)
-                except Exception:
-                    logger.exception("could not start ingestion run %s", run_id)
-
         self._relaying = True
-        thread = threading.Thread(target=loop, name="pipeline-relay", daemon=True)
-        thread.start()
-        return thread
+        return relay_starts(self.starts, start)
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """True once every worker is idle (tests)."""
