@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,9 +142,9 @@ def ranking(
     """The whole fused ranking of a query (best first), each row with its relevance estimate; None
     for ``fusion="rrf"`` (ranked by :func:`_rrf_results`, which scores the page's rows by their
     cosine alone)."""
-    query, dates = _signal_query(request, config, query_vector)
     if config.fusion == "rrf":
         return None
+    query, dates = _signal_query(request, config, query_vector)
     window = config.neighbour_window if config.neighbour_weight > 0 else 0
 
     def top_of(lists: RankedLists) -> list[ResultKey]:
@@ -189,11 +189,12 @@ def _ranked(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
     query_vector: QueryVector, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
-    rows = ranking(index, project_id, request, config, scopes, query_vector)
-    if rows is None:
+    if config.fusion == "rrf":
         query, _ = _signal_query(request, config, query_vector)
         return _rrf_results(index, project_id, request, config, index.rank(project_id, query, scopes),
                             query_vector.vector, raw=raw)
+    rows = ranking(index, project_id, request, config, scopes, query_vector)
+    assert rows is not None  # fusion is not rrf
     return _page(index, project_id, request, rows, query_vector.vector, raw=raw)
 
 
@@ -206,8 +207,8 @@ def _page(
     the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks."""
     head = ranked[: request.limit]
     scores = along_ranking([row.estimate for row in head])
-    documents = any(row.key[0] == "document" for row in head)  # the default floor reads memories only
-    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score, default_floor=not documents)]
+    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score,
+                                                         default_floor=_memories_only(row.key for row in head))]
     rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw)
     results: list[MemoryResult | DocumentResult] = []
     for item, score in page:
@@ -236,9 +237,15 @@ def _rrf_results(
     ]
     scores = along_ranking([row.estimate for row in ranked_rows])
     results: list[MemoryResult | DocumentResult] = []
-    documents = any(row.key[0] == "document" for row in ranked_rows)
+    floor = _memories_only(row.key for row in ranked_rows)
     for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score,
-                                                                          default_floor=not documents)]:
+                                                                          default_floor=floor)]:
         ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
         results.append(rows[item.key].model_copy(update={"score": round(score, 6), "signal_ranks": ranks}))
     return results
+
+
+def _memories_only(keys: Iterable[ResultKey]) -> bool:
+    """Whether the default relevance floor applies to a page with these rows: memories only (the
+    score under-reads long document chunks, domain/relevance.kept)."""
+    return all(source == "memory" for source, _ in keys)
