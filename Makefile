@@ -73,7 +73,7 @@ synth: $(STAMP)
 	CDK_OUTDIR=cdk.out $(BIN)/python infra/app.py
 	@echo "template: cdk.out/MemoryEngine.template.json"
 
-# memory-engine next to Mem0, LlamaIndex, LangChain and BM25 on one PostgreSQL and one embedding model
+# memory-engine next to Mem0, MemPalace, LlamaIndex, LangChain and BM25 on one PostgreSQL and one embedding model
 # (docs/benchmarks.md). The peers live in the optional `peers` extra, never in the core install.
 bench-peers: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[peers]'

@@ -8,8 +8,9 @@ from peer_systems.langchain import LangChainPGVector, LangChainStore
 from peer_systems.llamaindex import LlamaIndex
 from peer_systems.mem0 import Mem0
 from peer_systems.memory_engine import MemoryEngineHttp, MemoryEngineService
+from peer_systems.mempalace import MemPalace
 
 SYSTEMS: dict[str, type[System]] = {s.key: s for s in (
-    MemoryEngineService, MemoryEngineHttp, Mem0, LlamaIndex, LangChainStore, LangChainPGVector, Bm25)}
+    MemoryEngineService, MemoryEngineHttp, Mem0, MemPalace, LlamaIndex, LangChainStore, LangChainPGVector, Bm25)}
 
 __all__ = ["SYSTEMS", "System"]

