@@ -119,7 +119,7 @@ def test_a_lexeme_the_budget_never_reached_still_counts(container: Container, mo
     monkeypatch.setattr(bm25, "HITS_BUDGET", 10)
     query = SignalQuery(text="lantern quay", embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
     with container.database.connection() as conn:
-        found = mems.keyword(conn, seed.project_id, MemoryScope(memory_ids=(memory,)), query, (31, 6.0),
+        found = mems.keyword(conn, seed.project_id, MemoryScope(memory_ids=(memory,)), query, (31, 6.0, 0.0),
                              bm25.ColumnStats("{}", 0.0))
     # Then "quay" still has an idf (as a rare word) and the fact holding both ranks first
     assert "quay" in found.idfs and found.idfs["quay"] > found.idfs["lantern"]
@@ -141,7 +141,7 @@ def test_a_keyword_statement_reports_shares_read_before_an_analyze(container: Co
     def keyword(text: str, column: bm25.ColumnStats) -> list[Any]:
         query = SignalQuery(text=text, embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
         with container.database.connection() as conn:
-            return mems.keyword(conn, seed.project_id, scope, query, (1, 6.0), column).keys
+            return mems.keyword(conn, seed.project_id, scope, query, (1, 6.0, 0.0), column).keys
 
     # Then statements given them answer, with rows or without
     assert keyword("lantern", current) and keyword("harbour", current) == []

@@ -110,7 +110,7 @@ def test_vector_queries_use_hnsw(container: Container, seeded: dict[str, str]) -
 
 def test_keyword_queries_use_gin(container: Container, seeded: dict[str, str]) -> None:
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
-    stats = (ROWS, 20.0)
+    stats = (ROWS, 20.0, 40.0)
     with container.database.connection() as conn:
         fact_shares, chunk_shares = bm25.column_stats(conn, mems.FACTS.table), bm25.column_stats(conn, docs.CHUNKS.table)
     assert fact_shares.total > 0 and chunk_shares.total > 0  # analyzed: the statements see real shares
@@ -184,7 +184,7 @@ def test_a_small_memory_is_planned_as_small(container: Container, seeded: dict[s
         shares = dataclasses.replace(bm25.column_stats(conn, mems.FACTS.table), analyzed=None)
     try:
         plans = explain(container, mems.keyword, seeded["project_id"], MemoryScope(memory_ids=(small,)),
-                        query(Signal.KEYWORD), (20, 20.0), shares)
+                        query(Signal.KEYWORD), (20, 20.0, 40.0), shares)
         hits = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE hits"]
         conditions = [node.get("Index Cond", "") for node in _nodes(hits)]
         # the memory's own rows (its id a literal the planner weighs), met with the lexeme's

@@ -47,7 +47,8 @@ def register(sub: Any) -> None:
     beam.add_argument("--data", type=Path, default=DEFAULT_DATA / "beam")
     beam.add_argument("--sizes", default="100K,500K", help="comma-separated sizes (file name part), e.g. 100K")
     beam.add_argument("--conversations", type=int, default=None, help="only the first N conversations of each size")
-    beam.add_argument("--no-plain", action="store_true", help="without the bm25s row (bm25s is in the dev extra)")
+    for p in (locomo, beir, beam):
+        p.add_argument("--no-plain", action="store_true", help="without the plain BM25 (bm25s) row (bm25s is in the dev extra)")
     for p in (locomo, beir, negatives, beam):
         p.add_argument("--database-url", default=None, help="use this PostgreSQL instead of a temporary one")
         p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default $MEMORY_ENGINE_HOME/eval-cache)")
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             variants = parse_variants(args.variant)
             table = locomo.evaluate(container, conversations, max_questions=args.questions,
                                     rows=(*locomo.ROWS, *variants), configs={**PRESETS, **variants},
-                                    as_client=args.as_client)
+                                    as_client=args.as_client, plain=not args.no_plain)
             title = f"LoCoMo retrieval ({args.data.name}, {len(conversations)} conversations, categories 1-4)"
         elif args.dataset == "beam":
             from memory_engine.evaluation import beam as beam_eval
@@ -140,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
 
             data = beir.load(args.data, split=args.split, max_queries=args.queries, max_docs=args.docs)
             variants = parse_variants(args.variant)
-            table = beir.evaluate(container, data, rows=(*beir.ROWS, *variants), configs={**PRESETS, **variants})
+            table = beir.evaluate(container, data, rows=(*beir.ROWS, *variants), configs={**PRESETS, **variants},
+                                  plain=not args.no_plain)
             title = f"BEIR {args.data.name} ({len(data.corpus)} docs, {len(data.queries)} {args.split} queries)"
         print(table.render(title))
         print(f"\nembedding model: {container.embedder.model_id}; took {time.perf_counter() - started:.0f} s")

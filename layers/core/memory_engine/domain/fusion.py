@@ -201,7 +201,7 @@ def evidence(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]) -> 
     """Each candidate's absolute evidence for its score (domain/relevance.py): its cosine when it
     has one, and its keyword coverage when its source's keyword signal ran (0 when no row of the
     scope matched a query word)."""
-    idf_totals = {source: sum(idfs.values()) for source, (idfs, _) in ranked.keyword_stats.items()}
+    idf_totals = {source: sum(idfs.values()) for source, (idfs, *_) in ranked.keyword_stats.items()}
     out: dict[ResultKey, Evidence] = {}
     for key, cand in candidates.items():
         source = key[0]

@@ -227,12 +227,13 @@ class Scopes:
 class ScoredKeys:
     """One signal's answer for one source: keys best first with their raw scores (cosine for
     vector, BM25 for keyword); a keyword answer also carries the query's ``idfs`` and the
-    scope's ``avgdl`` so any other row can be scored the same way."""
+    scope's ``avgdl`` and ``avgcl`` (mean own and context length) so any other row can be scored the same way."""
 
     keys: list[ResultKey]
     scores: list[float]
     idfs: dict[str, float] = field(default_factory=dict)
     avgdl: float = 1.0
+    avgcl: float = 1.0
 
 
 @dataclass
@@ -242,15 +243,15 @@ class RankedLists:
 
     lists: dict[ListKey, list[ResultKey]] = field(default_factory=dict)
     scores: dict[ListKey, list[float]] = field(default_factory=dict)
-    #: Per source: the keyword statistics (``idfs``, ``avgdl``) of this query.
-    keyword_stats: dict[SourceType, tuple[dict[str, float], float]] = field(default_factory=dict)
+    #: Per source: the keyword statistics (``idfs``, ``avgdl``, ``avgcl``) of this query.
+    keyword_stats: dict[SourceType, tuple[dict[str, float], float, float]] = field(default_factory=dict)
 
     def add(self, key: ListKey, answer: ScoredKeys | list[ResultKey]) -> None:
         if isinstance(answer, ScoredKeys):
             self.lists[key] = answer.keys
             self.scores[key] = answer.scores
             if answer.idfs:
-                self.keyword_stats[key[0]] = (answer.idfs, answer.avgdl)
+                self.keyword_stats[key[0]] = (answer.idfs, answer.avgdl, answer.avgcl)
         else:
             self.lists[key] = answer
 

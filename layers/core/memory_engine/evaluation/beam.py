@@ -16,7 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,8 @@ from memory_engine.domain.entries import MAX_CONTENT_CHARS
 from memory_engine.domain.search_config import PRESETS
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.evaluation.metrics import MetricTable, recall_at_k
+from memory_engine.evaluation.plain_bm25 import ROW as PLAIN_ROW
+from memory_engine.evaluation.plain_bm25 import index as plain_bm25_index
 from memory_engine.evaluation.scored import ScoredQuery, rows_of
 from memory_engine.services.search_knowledge import search_knowledge
 
@@ -122,26 +124,9 @@ def seed(container: Container, project_id: str, conversation: BeamConversation,
     return memory.id, {k: frozenset(v) for k, v in labels.items()}
 
 
-def plain_bm25(conversation: BeamConversation) -> Any:
-    """A bm25s index over the whole messages (English stop words, Snowball stemmer), as a function
-    from a query to the first 10 message ids."""
-    import bm25s
-    import Stemmer
-
-    stemmer = Stemmer.Stemmer("english")
-    ids = [str(m.id) for m in conversation.messages]
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([m.content for m in conversation.messages], stopwords="en", stemmer=stemmer,
-                                   show_progress=False), show_progress=False)
-
-    def top(query: str, k: int = 10) -> list[str]:
-        tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
-        if not tokens.vocab:
-            return []
-        found, _ = retriever.retrieve(tokens, k=min(k, len(ids)), show_progress=False)
-        return [ids[int(i)] for i in found[0]]
-
-    return top
+def plain_bm25(conversation: BeamConversation) -> Callable[[str, int], list[str]]:
+    """A bm25s index over the whole messages (:mod:`plain_bm25`)."""
+    return plain_bm25_index([str(m.id) for m in conversation.messages], [m.content for m in conversation.messages])
 
 
 @dataclass
@@ -194,5 +179,5 @@ def evaluate(container: Container, conversations: Sequence[BeamConversation], *,
                                             request=request, config=PRESETS[row])
                 report.add(row, question, [labels.get(r.id, frozenset()) for r in response.results])
             if top is not None:
-                report.add("plain BM25 (bm25s)", question, [frozenset({i}) for i in top(question.text)])
+                report.add(PLAIN_ROW, question, [frozenset({i}) for i in top(question.text, 10)])
     return report

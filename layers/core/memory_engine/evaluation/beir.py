@@ -13,6 +13,7 @@ from typing import Any
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import PRESETS, SearchConfig
 from memory_engine.domain.search_models import SearchRequest
+from memory_engine.evaluation import plain_bm25
 from memory_engine.evaluation.documents import DocumentText, insert_whole_documents
 from memory_engine.evaluation.metrics import MetricTable, ndcg_at_k, recall_at_k, reciprocal_rank
 from memory_engine.services.search_knowledge import search_knowledge
@@ -80,10 +81,11 @@ def analyze(container: Container) -> None:
 
 def evaluate(
     container: Container, data: BeirData, *, rows: Sequence[str] = ROWS,
-    configs: dict[str, SearchConfig] | None = None, project: str = "eval-beir",
+    configs: dict[str, SearchConfig] | None = None, project: str = "eval-beir", plain: bool = False,
 ) -> MetricTable:
     """Seed the corpus, run every query under every config; nDCG@10, recall@10, MRR of the ranking
-    (``min_score: 0``: what the default relevance floor costs is in ``memory-engine eval negatives``)."""
+    (``min_score: 0``: what the default relevance floor costs is in ``memory-engine eval negatives``).
+    With ``plain``, a row of a plain BM25 index over the same texts (:mod:`plain_bm25`)."""
     configs = configs or PRESETS
     project_id = container.projects.get_or_create_project(project).id
     seed(container, project_id, data)
@@ -93,15 +95,22 @@ def evaluate(
             request = SearchRequest(query=text, document_paths=[PATH_PREFIX], limit=10, min_score=0)  # the ranking
             response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
                                         request=request, config=configs[row])
-            ranked = [frozenset({r.path.removeprefix(PATH_PREFIX)}) for r in response.results if hasattr(r, "path")]
-            gains = data.qrels[query_id]
-            relevant = frozenset(gains)
-            table.add(row, ("overall",), **{
-                "nDCG@10": ndcg_at_k(ranked, gains, 10),
-                "R@10": recall_at_k(ranked, relevant, 10),
-                "MRR": reciprocal_rank(ranked, relevant),
-            })
+            _add(table, row, data.qrels[query_id],
+                 [frozenset({r.path.removeprefix(PATH_PREFIX)}) for r in response.results if hasattr(r, "path")])
+    if plain:
+        top = plain_bm25.index(list(data.corpus), [d.content for d in data.corpus.values()])
+        for query_id, text in data.queries.items():
+            _add(table, plain_bm25.ROW, data.qrels[query_id], [frozenset({doc}) for doc in top(text, 10)])
     return table
+
+
+def _add(table: MetricTable, row: str, gains: dict[str, float], ranked: list[frozenset[str]]) -> None:
+    relevant = frozenset(gains)
+    table.add(row, ("overall",), **{
+        "nDCG@10": ndcg_at_k(ranked, gains, 10),
+        "R@10": recall_at_k(ranked, relevant, 10),
+        "MRR": reciprocal_rank(ranked, relevant),
+    })
 
 
 def negatives(container: Container, data: BeirData, *, project: str = "eval-negatives-beir") -> list[Any]:

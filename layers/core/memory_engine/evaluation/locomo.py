@@ -15,6 +15,7 @@ from typing import Any
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import PRESETS, SearchConfig
 from memory_engine.domain.search_models import SearchRequest
+from memory_engine.evaluation import plain_bm25
 from memory_engine.evaluation.metrics import MetricTable, recall_at_k, reciprocal_rank
 from memory_engine.services.search_knowledge import search_knowledge
 
@@ -153,12 +154,13 @@ def seed_as_client(container: Container, project_id: str, conversation: Conversa
 def evaluate(
     container: Container, conversations: Sequence[Conversation], *, rows: Sequence[str] = ROWS,
     configs: dict[str, SearchConfig] | None = None, max_questions: int | None = None, project: str = "eval-locomo",
-    as_client: bool = False,
+    as_client: bool = False, plain: bool = False,
 ) -> MetricTable:
     """Seed every conversation, run every question under every config; recall@5/10 and MRR of the
     ranking (``min_score: 0``: the default floor's cost is in ``memory-engine eval negatives``). With
     ``as_client`` each conversation is written as :func:`seed_as_client` does and searched right
-    after, without ``ANALYZE``."""
+    after, without ``ANALYZE``. With ``plain``, a row of a plain BM25 index over the same turns
+    (:mod:`memory_engine.evaluation.plain_bm25`)."""
     configs = configs or PRESETS
     project_id = container.projects.get_or_create_project(project).id
     table = MetricTable(("R@5", "R@10", "MRR"))
@@ -177,14 +179,20 @@ def evaluate(
                 request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10, min_score=0)  # the ranking
                 response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
                                             request=request, config=configs[row])
-                ranked = [labels.get(r.id, frozenset()) for r in response.results]
-                groups = ("overall", CATEGORIES[question.category])
-                table.add(row, groups, **{
-                    "R@5": recall_at_k(ranked, question.evidence, 5),
-                    "R@10": recall_at_k(ranked, question.evidence, 10),
-                    "MRR": reciprocal_rank(ranked, question.evidence),
-                })
+                _add(table, row, question, [labels.get(r.id, frozenset()) for r in response.results])
+        if plain:
+            top = plain_bm25.index([t.dia_id for t in conversation.turns], [f"{t.speaker}: {t.text}" for t in conversation.turns])
+            for question in questions:
+                _add(table, plain_bm25.ROW, question, [frozenset({dia}) for dia in top(question.text, 10)])
     return table
+
+
+def _add(table: MetricTable, row: str, question: Question, ranked: Sequence[frozenset[str]]) -> None:
+    table.add(row, ("overall", CATEGORIES[question.category]), **{
+        "R@5": recall_at_k(ranked, question.evidence, 5),
+        "R@10": recall_at_k(ranked, question.evidence, 10),
+        "MRR": reciprocal_rank(ranked, question.evidence),
+    })
 
 
 def negatives(container: Container, conversations: Sequence[Conversation], *, max_questions: int | None = None,

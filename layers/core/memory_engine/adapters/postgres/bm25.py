@@ -21,8 +21,15 @@ analyzer as the indexed column). Where the statistics come from, per query and s
 - ``N`` and ``avgdl``: the scope's live rows and their average length, from the search
   adapter's scope statistics (cached per scope for a few minutes: an IDF statistic, not a
   result; a result row is always read live).
-- ``|d|`` is ``length(search_tsv)``, the number of distinct lexemes; ``tf`` counts a lexeme's
-  positions, those of weight B (a fact's ``context``) at half weight.
+- ``|d|`` is ``search_tokens``, the number of indexed tokens of the row's own text (migration
+  0008), as a plain BM25 index counts length; ``tf`` counts a lexeme's positions. A fact's
+  ``context`` (weight B: the neighbouring turns, at most 2,000 characters) is a second field
+  (BM25F, Robertson et al. 2004): its positions add :data:`CONTEXT_WEIGHT` each to the tf *after*
+  the row's own count is length-normalized, and its length normalizes nothing. The context is a
+  window clipped to a fixed size, so its length says nothing about the row's verbosity, while
+  counting it in ``|d|`` (as ``length(search_tsv)``, distinct lexemes of both, did) weighed a long
+  turn's own words against its neighbours'. On BEAM's long technical messages that put the keyword
+  signal 0.05 R@10 below a plain BM25 index over the same messages (docs/retrieval.md).
 
 Ranking runs in two stages inside one statement: every row found is scored by the idf of the
 lexemes it was found by (nothing of the row is read: a chunk's tsvector is often stored out of
@@ -62,6 +69,11 @@ RESCORE_HEADROOM: Final = 2.0
 CONTEXT_WEIGHT: Final = 0.5
 
 
+def has_context(table: str) -> bool:
+    """Whether ``table``'s rows have the context field (weight B of ``search_tsv``, ``context_tokens``)."""
+    return table == "memory_entries"
+
+
 def rescored(depth: int) -> int:
     """How many of the tf = 1 pass's best rows a list of ``depth`` rows rescores exactly."""
     return max(1, int(depth * RESCORE_HEADROOM))
@@ -75,15 +87,22 @@ def _positions_of(tsv: str, lexemes: str) -> str:
     return f"unnest(ts_filter(setweight({tsv}, 'A', {lexemes}), '{{a}}'))"
 
 
-def bm25_expr(row: str, idf_source: str, lexemes: str) -> str:
+def bm25_expr(row: str, idf_source: str, lexemes: str, *, context: bool = True) -> str:
     """The BM25 score of the row aliased ``row`` (a ``search_tsv`` column) given ``idf_source``, a
     relation aliased ``i`` with columns ``(lexeme, idf)``, and ``lexemes``, its lexemes as a
-    ``text[]`` expression; needs ``%(avgdl)s``. A lexeme's tf counts its positions, those of weight
-    B at :data:`CONTEXT_WEIGHT`."""
-    return f"""(SELECT coalesce(sum(i.idf * t.tf * {K1 + 1} /
-                   (t.tf + {K1} * (1 - {B} + {B} * length({row}.search_tsv) / %(avgdl)s::float8))), 0)::float8
-               FROM (SELECT p.lexeme, coalesce(array_length(p.positions, 1), 0)
-                                      - {1 - CONTEXT_WEIGHT} * coalesce(array_length(c.positions, 1), 0) AS tf
+    ``text[]`` expression; needs ``%(avgdl)s`` (the scope's mean ``search_tokens``). A lexeme's tf
+    is its own positions length-normalized plus its context's (weight B) at :data:`CONTEXT_WEIGHT`
+    each (the module docstring: BM25F with no length normalization of the context)."""
+    own = f"coalesce(array_length(p.positions, 1), 0) / (1 - {B} + {B} * {row}.search_tokens / %(avgdl)s::float8)"
+    if not context:  # a table without a context field (document chunks)
+        return f"""(SELECT coalesce(sum(i.idf * t.tf * {K1 + 1} / (t.tf + {K1})), 0)::float8
+               FROM (SELECT p.lexeme, {own} AS tf FROM {_positions_of(f"{row}.search_tsv", lexemes)} p) t
+               JOIN {idf_source} ON i.lexeme = t.lexeme)"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    ctx = "coalesce(array_length(c.positions, 1), 0)"
+    return f"""(SELECT coalesce(sum(i.idf * t.tf * {K1 + 1} / (t.tf + {K1})), 0)::float8
+               FROM (SELECT p.lexeme, (coalesce(array_length(p.positions, 1), 0) - {ctx})
+                                      / (1 - {B} + {B} * {row}.search_tokens / %(avgdl)s::float8)
+                                      + {CONTEXT_WEIGHT} * {ctx} / (1 - {B} + {B} * {row}.context_tokens / %(avgcl)s::float8) AS tf
                      FROM {_positions_of(f"{row}.search_tsv", lexemes)} p
                      LEFT JOIN {_positions_of(f"ts_filter({row}.search_tsv, '{{b}}')", lexemes)} c USING (lexeme)) t
                JOIN {idf_source} ON i.lexeme = t.lexeme)"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
@@ -146,6 +165,10 @@ def column_stats_sql(table: str) -> str:
         " SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"
         f" WHERE schemaname = current_schema() AND tablename = '{table}' AND attname = 'search_tsv' LIMIT 1) s ON true"
     )
+
+
+#: ``(N, avgdl, avgcl)``: a scope's rows, their mean own length and mean context length in tokens.
+ScopeStats = tuple[int, float, float]
 
 
 def counts_locally(n: int, column: ColumnStats) -> bool:
@@ -225,33 +248,35 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         ), {picked}
         SELECT id, score, CASE WHEN {first} THEN (SELECT json_object_agg(lexeme, idf) FROM idf) END AS idfs,
                CASE WHEN {first} THEN {analyzed_sql(table)} END AS analyzed
-        FROM (SELECT x.id, {bm25_expr("x", "idf i", "ARRAY(SELECT lexeme FROM idf)")} AS score
+        FROM (SELECT x.id, {bm25_expr("x", "idf i", "ARRAY(SELECT lexeme FROM idf)", context=has_context(table))} AS score
               FROM picked JOIN {table} x ON x.id = picked.id
               ORDER BY score DESC, x.id LIMIT %(depth)s) ranked
         ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
 
 
 def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, scope_sql: str,
-                params: dict[str, Any]) -> tuple[int, float]:
-    """``(N, avgdl)`` of a scope: its searchable rows and their mean ``length(search_tsv)``."""
+                params: dict[str, Any], context: bool) -> ScopeStats:
+    """``(N, avgdl, avgcl)`` of a scope: its searchable rows, their mean ``search_tokens`` and, with
+    ``context``, their mean ``context_tokens`` (else 0)."""
+    avgcl = f"coalesce(avg({alias}.context_tokens), 0)" if context else "0"
     row = conn.execute(
-        f"SELECT count(*) AS n, coalesce(avg(length({alias}.search_tsv)), 0) AS avgdl FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"SELECT count(*) AS n, coalesce(avg({alias}.search_tokens), 0) AS avgdl, {avgcl} AS avgcl FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
         params,
     ).fetchone()
-    return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
+    return (int(row["n"]), float(row["avgdl"]), float(row["avgcl"])) if row else (0, 0.0, 0.0)
 
 
 def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, source: SourceType, table: str,
-         q: SignalQuery, stats: tuple[int, float], column: ColumnStats) -> ScoredKeys:
+         q: SignalQuery, stats: ScopeStats, column: ColumnStats) -> ScoredKeys:
     """Runs a :func:`keyword_sql` statement: the best rows with their BM25 scores, the query's idf
     map and the scope's ``avgdl`` (nothing for an empty scope). Raises :class:`SharesOutdated` when
     ``column`` has a version and ``table`` was analyzed since (the statement reports its version;
     an empty answer is checked with one more small statement)."""
-    n, avgdl = stats
+    n, avgdl, avgcl = stats
     if n == 0:
         return ScoredKeys([], [])
-    avgdl = max(avgdl, 1.0)
-    rows = conn.execute(sql, params | {"text": q.text, "depth": q.depth, "n": n, "avgdl": avgdl,
+    avgdl, avgcl = max(avgdl, 1.0), max(avgcl, 1.0)
+    rows = conn.execute(sql, params | {"text": q.text, "depth": q.depth, "n": n, "avgdl": avgdl, "avgcl": avgcl,
                                        "shares": column.shares, "total": column.total,
                                        "rescore": rescored(q.depth)}).fetchall()
     if column.analyzed is not None:
@@ -259,17 +284,17 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
         if version != column.analyzed:
             raise SharesOutdated(table)
     idfs = dict(next((row["idfs"] for row in rows if row["idfs"] is not None), {}))
-    return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl)
+    return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl, avgcl=avgcl)
 
 
-def score_columns(alias: str, *, with_bm25: bool) -> str:
+def score_columns(alias: str, *, with_bm25: bool, context: bool) -> str:
     """``similarity, bm25`` of a candidate row aliased ``alias``: its cosine to ``%(embedding)s``
     and its BM25 under ``%(lexemes)s``/``%(idfs)s``, NULL where a signal already returned them
     (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
     a = alias
     bm25_sql = (
         f"CASE WHEN {a}.id = ANY(%(known_bm25)b::text[]) THEN NULL ELSE "
-        f"{bm25_expr(a, 'unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)', '%(lexemes)b::text[]')} END"
+        f"{bm25_expr(a, 'unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)', '%(lexemes)b::text[]', context=context)} END"
     ) if with_bm25 else "0::float8"
     return (
         f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.embedding IS NULL OR {a}.id = ANY(%(known_similarity)b::text[])"
@@ -277,9 +302,9 @@ def score_columns(alias: str, *, with_bm25: bool) -> str:
     )
 
 
-def score_params(embedding: Any, idfs: dict[str, float], avgdl: float, known_similarity: Sequence[str],
+def score_params(embedding: Any, idfs: dict[str, float], avgdl: float, avgcl: float, known_similarity: Sequence[str],
                  known_bm25: Sequence[str]) -> dict[str, Any]:
     return {
-        "embedding": embedding, "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0),
+        "embedding": embedding, "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0), "avgcl": max(avgcl, 1.0),
         "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
     }

@@ -114,7 +114,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         self._database = database
         self._parallel = parallel
         self._lanes = Lanes(database, max_workers)
-        self.scope_stats: StatsCache[tuple[int, float]] = StatsCache()
+        self.scope_stats: StatsCache[bm25.ScopeStats] = StatsCache()
         self._column_stats: dict[str, bm25.ColumnStats] = {}
         self._column_stats_lock = threading.Lock()
 
@@ -147,7 +147,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         tasks = self._tasks(project_id, query, scopes)
         return _ranked_in_order(tasks, self._run_all(_in_submit_order(tasks), query.ef_search))
 
-    def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> tuple[int, float]:
+    def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> bm25.ScopeStats:
         if isinstance(scope, MemoryScope):
             return self.scope_stats.get(("memory", project_id, scope), lambda: mems.scope_size(conn, project_id, scope))
         return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
@@ -244,9 +244,9 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             read = partial(docs.candidate_rows, scope=scopes.documents)
         else:
             return []
-        idfs, avgdl = ranked.keyword_stats.get(source, ({}, 1.0))
+        idfs, avgdl, avgcl = ranked.keyword_stats.get(source, ({}, 1.0, 1.0))
         # scores the signals already returned are not computed again
-        scoring = Scoring(embedding, idfs, avgdl,
+        scoring = Scoring(embedding, idfs, avgdl, avgcl,
                           known_similarity=[key for _, key in ranked.lists.get((source, Signal.VECTOR), [])],
                           known_bm25=[key for _, key in ranked.lists.get((source, Signal.KEYWORD), [])])
         parts = max(1, min(parts, len(ids) // MIN_READ_SLICE))

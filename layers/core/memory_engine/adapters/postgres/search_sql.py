@@ -114,10 +114,10 @@ def vector(conn: psycopg.Connection[Any], table: SearchTable, where: str, params
 
 def keyword(
     conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params, q: SignalQuery,
-    stats: tuple[int, float], column: bm25.ColumnStats, *, hits_from: str | None = None, hits_scope: str | None = None,
+    stats: bm25.ScopeStats, column: bm25.ColumnStats, *, hits_from: str | None = None, hits_scope: str | None = None,
 ) -> ScoredKeys:
     """The ``q.depth`` best rows within ``where`` by BM25 (:mod:`bm25`), with their scores and the
-    query's idf map; ``stats`` are the scope's ``(N, avgdl)``, ``column`` the table's lexeme shares;
+    query's idf map; ``stats`` are the scope's ``(N, avgdl, avgcl)``, ``column`` the table's lexeme shares;
     ``hits_from``/``hits_scope`` as in :func:`bm25.keyword_sql`."""
     sql = bm25.keyword_sql(table=table.table, alias=table.alias, from_sql=table.from_sql, scope_sql=where,
                            hits_from=hits_from, hits_scope=hits_scope, strict=q.keyword_strict,
@@ -125,9 +125,10 @@ def keyword(
     return bm25.rank(conn, sql, params, source=table.source, table=table.table, q=q, stats=stats, column=column)
 
 
-def scope_size(conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params) -> tuple[int, float]:
-    """``(N, avgdl)`` of the scope for BM25: its rows and their mean ``length(search_tsv)``."""
-    return bm25.scope_stats(conn, alias=table.alias, from_sql=table.from_sql, scope_sql=where, params=params)
+def scope_size(conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params) -> bm25.ScopeStats:
+    """``(N, avgdl, avgcl)`` of the scope for BM25: its rows and their mean ``search_tokens``."""
+    return bm25.scope_stats(conn, alias=table.alias, from_sql=table.from_sql, scope_sql=where, params=params,
+                            context=bm25.has_context(table.table))
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class Scoring:
     embedding: Vector | None
     idfs: dict[str, float]
     avgdl: float
+    avgcl: float
     known_similarity: Sequence[str] = ()
     known_bm25: Sequence[str] = ()
 
@@ -157,8 +159,8 @@ class ScopedSource(Generic[Scope]):
     columns: Callable[[Scope], str]
     hits: Callable[[Scope], tuple[str, str] | None] = lambda scope: None
 
-    def scope_size(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope) -> tuple[int, float]:
-        """``(N, avgdl)`` of the scope for BM25: its rows and their mean ``length(search_tsv)``."""
+    def scope_size(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope) -> bm25.ScopeStats:
+        """``(N, avgdl, avgcl)`` of the scope for BM25: its rows and their mean ``search_tokens``."""
         return scope_size(conn, self.table, self.where(scope), self.params(project_id, scope))
 
     def vector(self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery) -> ScoredKeys:
@@ -166,7 +168,7 @@ class ScopedSource(Generic[Scope]):
         return vector(conn, self.table, self.where(scope), self.params(project_id, scope), q)
 
     def keyword(
-        self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: tuple[int, float],
+        self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: bm25.ScopeStats,
         column: bm25.ColumnStats,
     ) -> ScoredKeys:
         """The best rows in scope by BM25, with their scores and the query's idf map."""
@@ -219,9 +221,9 @@ def candidate_rows(
     a = table.alias
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)b::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-        f" SELECT {a}.id, {bm25.score_columns(a, with_bm25=bool(scoring.idfs))}, {columns}"
+        f" SELECT {a}.id, {bm25.score_columns(a, with_bm25=bool(scoring.idfs), context=bm25.has_context(table.table))}, {columns}"
         f" FROM {table.from_sql} WHERE {a}.id IN (SELECT id FROM picked) AND {where}"
     )
     params = params | {"ids": ids, "top": top, "window": window} | bm25.score_params(
-        scoring.embedding, scoring.idfs, scoring.avgdl, scoring.known_similarity, scoring.known_bm25)
+        scoring.embedding, scoring.idfs, scoring.avgdl, scoring.avgcl, scoring.known_similarity, scoring.known_bm25)
     return conn.execute(sql, params).fetchall()
