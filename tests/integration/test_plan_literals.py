@@ -30,7 +30,7 @@ def _round_trip(conn: psycopg.Connection[Any], value: Any) -> Any:
     # psycopg writes a list of strings untyped ('{...}'), as the statements use it: against a typed
     # column (memory_id = ANY(...)), which gives it its type; here the cast plays that column
     cast = "::text[]" if isinstance(value, list) and all(isinstance(v, str) for v in value) else ""
-    query = lanes.with_plan_values(f"SELECT %(limit)s{cast} AS v", {"limit": value}, conn)
+    query = lanes.with_plan_values(f"SELECT %(limit)s{cast} AS v", {"limit": lanes.PlanValue(value)}, conn)
     row = conn.execute(query, {}).fetchone()
     assert row is not None
     return row[0]

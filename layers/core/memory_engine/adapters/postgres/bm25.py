@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import psycopg
 
+from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.domain.search_models import ScoredKeys, SignalQuery, SourceType
 
 K1: Final = 1.2
@@ -60,6 +61,19 @@ SCAN_CAP: Final = 10 * DF_CAP
 RESCORE_HEADROOM: Final = 2.0
 #: Weight of a position labelled B (a fact's ``context``); other positions (D, the default) count 1.
 CONTEXT_WEIGHT: Final = 0.5
+
+
+@dataclass(frozen=True)
+class KeywordLimits:
+    """The bounds of a keyword statement's reads, written into its text: :data:`HITS_BUDGET` and
+    :data:`SCAN_CAP` by default (the search adapter's :class:`SearchLimits` may narrow them)."""
+
+    hits_budget: int = HITS_BUDGET
+    scan_cap: int = SCAN_CAP
+
+    def __post_init__(self) -> None:
+        if not all(type(n) is int and n > 0 for n in (self.hits_budget, self.scan_cap)):
+            raise ValueError(f"keyword limits are positive integers: {self}")
 
 
 def rescored(depth: int) -> int:
@@ -157,7 +171,8 @@ def counts_locally(n: int, column: ColumnStats) -> bool:
 
 
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
-                hits_scope: str | None = None, strict: bool = False, local: bool = False) -> str:
+                hits_scope: str | None = None, strict: bool = False, local: bool = False,
+                limits: KeywordLimits = KeywordLimits()) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
     as ``(id, score, idfs, analyzed)``; ``idfs`` (on one row, NULL on the others: the client parses
     it once) maps each scored lexeme to its idf so other candidates can be scored alike, and
@@ -178,7 +193,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             SELECT {a}.id FROM {from_sql}
             WHERE {scope_sql} AND {a}.search_tsv @@ websearch_to_tsquery('english', %(text)s)
             LIMIT %(rescore)s
-        )"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        )"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     else:
         picked = "picked AS (SELECT id FROM coarse)"
     first = "row_number() OVER () = 1"
@@ -189,7 +204,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                                           LIMIT {DF_CAP}) c)::float8 / greatest(%(n)s::float8, 1) AS share
             FROM (SELECT lexeme, quote_literal(lexeme)::tsquery AS tsq
                   FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lexeme) l
-        )"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        )"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     else:
         shares = """shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
@@ -199,17 +214,17 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
     return f"""
         WITH {shares}, q AS MATERIALIZED (
             SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord,
-                   share * total <= {SCAN_CAP} AS scanned FROM shares
+                   share * total <= {limits.scan_cap} AS scanned FROM shares
         ), hits AS MATERIALIZED (
             SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
             CROSS JOIN LATERAL (
                 SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
             ) h
-            LIMIT {HITS_BUDGET}
+            LIMIT {limits.hits_budget}
         ), counted AS (
             SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found,
                    (q.scanned OR q.ord = 1) AND coalesce(h.found, 0) < {DF_CAP}
-                   AND (t.total < {HITS_BUDGET} OR q.ord < t.last) AS complete
+                   AND (t.total < {limits.hits_budget} OR q.ord < t.last) AS complete
             FROM q LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme),
                  (SELECT count(*) AS total, coalesce(max(ord), 0) AS last FROM hits) t
         ), idf AS MATERIALIZED (
@@ -228,14 +243,14 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         FROM (SELECT x.id, {bm25_expr("x", "idf i", "ARRAY(SELECT lexeme FROM idf)")} AS score
               FROM picked JOIN {table} x ON x.id = picked.id
               ORDER BY score DESC, x.id LIMIT %(depth)s) ranked
-        ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
 
 
 def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, scope_sql: str,
                 params: dict[str, Any]) -> tuple[int, float]:
     """``(N, avgdl)`` of a scope: its searchable rows and their mean ``length(search_tsv)``."""
     row = conn.execute(
-        f"SELECT count(*) AS n, coalesce(avg(length({alias}.search_tsv)), 0) AS avgdl FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"SELECT count(*) AS n, coalesce(avg(length({alias}.search_tsv)), 0) AS avgdl FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         params,
     ).fetchone()
     return (int(row["n"]), float(row["avgdl"])) if row else (0, 0.0)
@@ -251,9 +266,9 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
     if n == 0:
         return ScoredKeys([], [])
     avgdl = max(avgdl, 1.0)
-    rows = conn.execute(sql, params | {"text": q.text, "depth": q.depth, "n": n, "avgdl": avgdl,
+    rows = conn.execute(sql, params | {"text": q.text, "depth": PlanValue(q.depth), "n": n, "avgdl": avgdl,
                                        "shares": column.shares, "total": column.total,
-                                       "rescore": rescored(q.depth)}).fetchall()
+                                       "rescore": PlanValue(rescored(q.depth))}).fetchall()
     if column.analyzed is not None:
         version = rows[0]["analyzed"] if rows else analyzed(conn, table)
         if version != column.analyzed:
