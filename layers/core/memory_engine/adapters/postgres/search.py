@@ -73,6 +73,10 @@ class SearchLimits:
     hubs: mems.HubRule = field(default_factory=mems.HubRule)
     min_read_slice: int = MIN_READ_SLICE
 
+    def __post_init__(self) -> None:
+        if self.min_read_slice < 1:
+            raise ValueError("a candidate read's slices hold at least one row")
+
 
 class StatsCache(Generic[_V]):
     """A statistic per key (``(N, avgdl)`` per source, project and scope), computed at most once
