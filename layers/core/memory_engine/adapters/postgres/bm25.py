@@ -66,13 +66,15 @@ CONTEXT_WEIGHT: Final = 0.5
 @dataclass(frozen=True)
 class KeywordLimits:
     """The bounds of a keyword statement's reads, written into its text: :data:`HITS_BUDGET` and
-    :data:`SCAN_CAP` by default (the search adapter's :class:`SearchLimits` may narrow them)."""
+    :data:`SCAN_CAP` by default, and the largest scope that counts its lexemes in its own rows
+    (:func:`counts_locally`, :data:`DF_CAP`); the search adapter's ``SearchLimits`` may narrow them."""
 
     hits_budget: int = HITS_BUDGET
     scan_cap: int = SCAN_CAP
+    local_scope: int = DF_CAP
 
     def __post_init__(self) -> None:
-        if not all(type(n) is int and n > 0 for n in (self.hits_budget, self.scan_cap)):
+        if not all(type(n) is int and n > 0 for n in (self.hits_budget, self.scan_cap)) or self.local_scope < 0:
             raise ValueError(f"keyword limits are positive integers: {self}")
 
 
@@ -162,12 +164,13 @@ def column_stats_sql(table: str) -> str:
     )
 
 
-def counts_locally(n: int, column: ColumnStats) -> bool:
+def counts_locally(n: int, column: ColumnStats, limits: KeywordLimits = KeywordLimits()) -> bool:
     """Whether a scope of ``n`` rows orders and counts the query's lexemes by its own rows instead of
-    the table's planner statistics: when it is small (at most :data:`DF_CAP` rows, so a lexeme's
-    count reads no more rows than one lexeme's hits do), or when the statistics cannot describe
-    it (never gathered, or gathered when the whole table was smaller than this scope is now)."""
-    return n <= DF_CAP or column.total <= 0 or n > column.total
+    the table's planner statistics: when it is small (at most ``limits.local_scope`` rows, by default
+    :data:`DF_CAP`, so a lexeme's count reads no more rows than one lexeme's hits do), or when the
+    statistics cannot describe it (never gathered, or gathered when the whole table was smaller than
+    this scope is now)."""
+    return n <= limits.local_scope or column.total <= 0 or n > column.total
 
 
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,

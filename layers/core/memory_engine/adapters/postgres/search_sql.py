@@ -125,7 +125,7 @@ def keyword(
     ``hits_from``/``hits_scope`` and ``limits`` as in :func:`bm25.keyword_sql`."""
     sql = bm25.keyword_sql(table=table.table, alias=table.alias, from_sql=table.from_sql, scope_sql=where,
                            hits_from=hits_from, hits_scope=hits_scope, strict=q.keyword_strict,
-                           local=bm25.counts_locally(stats[0], column), limits=limits)
+                           local=bm25.counts_locally(stats[0], column, limits), limits=limits)
     return bm25.rank(conn, sql, params, source=table.source, table=table.table, q=q, stats=stats, column=column)
 
 
