@@ -1,14 +1,18 @@
 """The BM25 keyword statement's bounded reads: a lexeme the planner statistics put in more rows of
-the table than ``bm25.SCAN_CAP`` is scored from its share, not read through the GIN index."""
+the table than the scan cap (``bm25.KeywordLimits.scan_cap``) is scored from its share, not read through
+the GIN index; the hits budget bounds what is read."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres import bm25, lanes
 from memory_engine.adapters.postgres import search_memories as mems
+from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex, SearchLimits
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import HYBRID, PRESETS, Signal
 from memory_engine.domain.search_models import MemoryScope, SearchRequest, SignalQuery
@@ -32,10 +36,21 @@ def world(container: Container) -> dict[str, Any]:
     return w
 
 
-def keyword(container: Container, w: dict[str, Any], query: str) -> list[str]:
+@contextmanager
+def index_with(container: Container, **limits: int) -> Iterator[PostgresKnowledgeIndex]:
+    """A search index whose keyword statements read within ``limits`` (``bm25.KeywordLimits``)."""
+    index = PostgresKnowledgeIndex(container.search_database, limits=SearchLimits(keyword=bm25.KeywordLimits(**limits)))
+    try:
+        yield index
+    finally:
+        index.close()
+
+
+def keyword(container: Container, w: dict[str, Any], query: str, **limits: int) -> list[str]:
     request = SearchRequest(query=query, memory_ids=[w["memory"]], limit=50, min_score=0)
-    response = search_knowledge(container.knowledge_index, container.embedder, project_id=w["project_id"],
-                                request=request, config=PRESETS["keyword_only"])
+    with index_with(container, **limits) as index:
+        response = search_knowledge(index, container.embedder, project_id=w["project_id"], request=request,
+                                    config=PRESETS["keyword_only"])
     return [r.id for r in response.results]
 
 
@@ -46,25 +61,18 @@ def test_a_lexeme_under_the_cap_is_read_and_its_rows_are_candidates(container: C
     assert set(found) == {world["both"], world["rare_only"], *world["common_only"]}
 
 
-def test_a_lexeme_over_the_cap_is_scored_from_its_share_not_read(
-    container: Container, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_lexeme_over_the_cap_is_scored_from_its_share_not_read(container: Container, world: dict[str, Any]) -> None:
     # Given "harbour" is in more rows of the table than the cap (and the scope is read as a large
     # one would be: a scope of at most DF_CAP rows counts every lexeme in its own rows instead)
-    monkeypatch.setattr(bm25, "SCAN_CAP", COMMON // 2)
-    monkeypatch.setattr(bm25, "counts_locally", lambda n, column: False)
-    found = keyword(container, world, "harbour zanzibar")
+    found = keyword(container, world, "harbour zanzibar", scan_cap=COMMON // 2, local_scope=0)
     # Then only the rarer word's rows are candidates, and "harbour" still counts in their scores
     # (its idf comes from its share of the scope): the row with both words ranks first
     assert found == [world["both"], world["rare_only"]]
 
 
-def test_the_rarest_lexeme_is_read_even_over_the_cap(
-    container: Container, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_rarest_lexeme_is_read_even_over_the_cap(container: Container, world: dict[str, Any]) -> None:
     # Given every word of the query is over the cap, the rarest is read all the same
-    monkeypatch.setattr(bm25, "SCAN_CAP", 1)
-    found = keyword(container, world, "harbour")
+    found = keyword(container, world, "harbour", scan_cap=1)
     assert world["both"] in found and set(world["common_only"]) <= set(found)
 
 
@@ -81,33 +89,34 @@ def test_a_large_page_gets_a_keyword_list_as_deep_as_the_others(container: Conta
     assert bm25.rescored(HYBRID.depth(80)) >= HYBRID.depth(80) == 200
 
 
-def test_shares_are_read_again_after_an_analyze(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given the index cached the lexeme shares of a table that did not hold "lantern" yet
+def test_shares_are_read_again_after_an_analyze(container: Container) -> None:
+    # Given an index reading at most 10 hits a statement cached the lexeme shares of a table that
+    # did not hold "lantern" yet
     seed = Seeder(container, "bm25-analyze")
     first = seed.memory("before")
     seed.fact(first, "the quay was rebuilt in stone", embed=False)
     with container.database.connection() as conn:
         conn.execute("ANALYZE memory_entries")
-    search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
-                     request=SearchRequest(query="quay", memory_ids=[first], min_score=0), config=PRESETS["keyword_only"])
-    # When a memory where "lantern" is common is loaded and the table analyzed again
-    later = seed.memory("after")
-    lanterns = [seed.fact(later, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
-    target = seed.fact(later, "a lantern lights the quay at night", embed=False)
-    with container.database.connection() as conn:
-        conn.execute("ANALYZE memory_entries")
-    # Then the next search reads the new shares: "quay" (rare) is read before "lantern" (common), so
-    # with a budget of 10 hits the row holding both is still found and ranks first (with the old
-    # shares "lantern" sorts first as an unknown, spends the budget, and "quay" is never counted)
-    monkeypatch.setattr(bm25, "HITS_BUDGET", 10)
-    response = search_knowledge(container.knowledge_index, container.embedder, project_id=seed.project_id,
-                                request=SearchRequest(query="lantern quay", memory_ids=[later], min_score=0),
-                                config=PRESETS["keyword_only"])
+    with index_with(container, hits_budget=10) as index:
+        search_knowledge(index, container.embedder, project_id=seed.project_id,
+                         request=SearchRequest(query="quay", memory_ids=[first], min_score=0), config=PRESETS["keyword_only"])
+        # When a memory where "lantern" is common is loaded and the table analyzed again
+        later = seed.memory("after")
+        lanterns = [seed.fact(later, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
+        target = seed.fact(later, "a lantern lights the quay at night", embed=False)
+        with container.database.connection() as conn:
+            conn.execute("ANALYZE memory_entries")
+        # Then the next search reads the new shares: "quay" (rare) is read before "lantern" (common), so
+        # with a budget of 10 hits the row holding both is still found and ranks first (with the old
+        # shares "lantern" sorts first as an unknown, spends the budget, and "quay" is never counted)
+        response = search_knowledge(index, container.embedder, project_id=seed.project_id,
+                                    request=SearchRequest(query="lantern quay", memory_ids=[later], min_score=0),
+                                    config=PRESETS["keyword_only"])
     assert response.results[0].id == target
     assert {r.id for r in response.results} <= {target, *lanterns}
 
 
-def test_a_lexeme_the_budget_never_reached_still_counts(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lexeme_the_budget_never_reached_still_counts(container: Container) -> None:
     # Given a memory where "lantern" is on every fact and neither word is in the planner statistics
     # (a name rare in the table but dense in one memory), so "lantern" is read first ...
     seed = Seeder(container, "bm25-unread")
@@ -116,11 +125,10 @@ def test_a_lexeme_the_budget_never_reached_still_counts(container: Container, mo
     for i in range(30):
         seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False)
     # ... and spends a budget of 10 hits before "quay" is reached
-    monkeypatch.setattr(bm25, "HITS_BUDGET", 10)
     query = SignalQuery(text="lantern quay", embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
-    with container.database.connection() as conn:
+    with container.database.connection() as conn, lanes.searching(conn, 40):  # as a search runs it
         found = mems.keyword(conn, seed.project_id, MemoryScope(memory_ids=(memory,)), query, (31, 6.0, 0.0),
-                             bm25.ColumnStats("{}", 0.0))
+                             bm25.ColumnStats("{}", 0.0), limits=bm25.KeywordLimits(hits_budget=10))
     # Then "quay" still has an idf (as a rare word) and the fact holding both ranks first
     assert "quay" in found.idfs and found.idfs["quay"] > found.idfs["lantern"]
     assert found.keys[0] == (mems.SOURCE, target)
@@ -140,7 +148,7 @@ def test_a_keyword_statement_reports_shares_read_before_an_analyze(container: Co
 
     def keyword(text: str, column: bm25.ColumnStats) -> list[Any]:
         query = SignalQuery(text=text, embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
-        with container.database.connection() as conn:
+        with container.database.connection() as conn, lanes.searching(conn, 40):
             return mems.keyword(conn, seed.project_id, scope, query, (1, 6.0, 0.0), column).keys
 
     # Then statements given them answer, with rows or without

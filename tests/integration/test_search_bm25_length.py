@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from memory_engine.adapters.postgres import bm25
+from memory_engine.adapters.postgres import bm25, lanes
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import Signal
@@ -22,7 +22,7 @@ LONG_CONTEXT = " ".join(f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in ra
 
 def keyword_scores(container: Container, project_id: str, memory: str, text: str, stats: bm25.ScopeStats) -> dict[str, float]:
     query = SignalQuery(text=text, embedding=None, signals=frozenset({Signal.KEYWORD}), depth=30)
-    with container.database.connection() as conn:
+    with container.database.connection() as conn, lanes.searching(conn, 40):  # as a search runs it
         found = mems.keyword(conn, project_id, MemoryScope(memory_ids=(memory,)), query, stats, bm25.ColumnStats("{}", 0.0))
     return {key[1]: score for key, score in zip(found.keys, found.scores, strict=True)}
 

@@ -123,7 +123,8 @@ def test_the_date_list_holds_the_named_periods_facts_nearest_first(
 ) -> None:
     embedding = container.embedder.embed_query("oil painting of a sunrise")
     query = SignalQuery(text="painting", embedding=embedding, signals=frozenset(), depth=30, dates=(mention,))
-    ranked = container.knowledge_index.rank(chat["project_id"], query, Scopes(MemoryScope(memory_ids=(chat["memory_id"],)), None))
+    ranked = container.knowledge_index.signal_lists(chat["project_id"], query,
+                                                    Scopes(MemoryScope(memory_ids=(chat["memory_id"],)), None))
     listed = [k[1] for k in ranked.lists[("memory", Signal.DATE)]]
     if mention.year is None or mention.month is not None:  # June: the second session only
         assert set(listed) == set(chat["ids"][4:])
@@ -138,7 +139,8 @@ def test_the_date_list_holds_the_named_periods_facts_nearest_first(
 
 def test_without_an_embedding_the_date_list_is_most_recent_first(container: Container, chat: dict[str, Any]) -> None:
     query = SignalQuery(text="painting", embedding=None, signals=frozenset(), depth=30, dates=(DateMention(2023, 6, 9),))
-    ranked = container.knowledge_index.rank(chat["project_id"], query, Scopes(MemoryScope(memory_ids=(chat["memory_id"],)), None))
+    ranked = container.knowledge_index.signal_lists(chat["project_id"], query,
+                                                    Scopes(MemoryScope(memory_ids=(chat["memory_id"],)), None))
     # the three June turns share their session's date: the last written first
     assert [k[1] for k in ranked.lists[("memory", Signal.DATE)]] == chat["ids"][6:3:-1]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memory_engine.adapters.postgres import lanes
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_models import MemoryScope
@@ -97,31 +98,32 @@ def test_hubs_are_judged_within_the_searched_scope(api: ApiClient, world: dict[s
 def test_split_hubs_uses_capped_counts(container: Container, world: dict[str, Any]) -> None:
     scope = MemoryScope(memory_ids=(world["big"],))
     anchors = [world["kayak_entity"], world["user"]]
-    with container.database.connection() as conn:
+    with container.database.connection() as conn, lanes.bound(conn):
         assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])
         small = MemoryScope(memory_ids=(world["small"],))
         assert mems.split_hubs(conn, world["project_id"], small, anchors, size=3) == (anchors, [])
         assert mems.split_hubs(conn, world["project_id"], scope, [], size=27) == ([], [])
 
 
-def test_an_anchor_beyond_the_absolute_cap_is_a_hub_whatever_the_share(
-    container: Container, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_anchor_beyond_the_absolute_cap_is_a_hub_whatever_the_share(container: Container, world: dict[str, Any]) -> None:
     # Given shares never make a hub, but the absolute cap is 10 facts
-    monkeypatch.setattr(mems, "HUB_SHARE", 1.0)
-    monkeypatch.setattr(mems, "HUB_MAX_DEGREE", 10)
+    rule = mems.HubRule(share=1.0, max_degree=10)
     scope = MemoryScope(memory_ids=(world["big"], world["small"]))
     anchors = [world["user"], world["kayak_entity"]]
-    with container.database.connection() as conn:
+    with container.database.connection() as conn, lanes.bound(conn):
         # Then "user" (30 facts) is a hub and "kayak" (2) is not
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=30) == ([world["kayak_entity"]], [world["user"]])
+        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=30, hubs=rule) == (
+            [world["kayak_entity"]], [world["user"]])
+        # (under the default cap of 100 neither is: the cap made "user" one)
+        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=30, hubs=mems.HubRule(share=1.0)) == (
+            anchors, [])
 
 
 def test_an_anchor_is_judged_against_the_scope_size_given(container: Container, world: dict[str, Any]) -> None:
     # Given "user" links 30 facts (27 in the big memory, 3 in the small one), between the hub floor and cap
     scope = MemoryScope(memory_ids=(world["big"],))
     anchors = [world["kayak_entity"], world["user"]]
-    with container.database.connection() as conn:
+    with container.database.connection() as conn, lanes.bound(conn):
         # When the scope holds 1,000 facts, 20 % of it is more than all of its links: not a hub
         assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=1_000) == (anchors, [])
         # And with the scope's real size (27 facts) it is one

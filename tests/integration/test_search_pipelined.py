@@ -1,6 +1,6 @@
-"""Each source's candidates are read as soon as its own lists are in (``rank_and_read``), with the
-neighbours of that source's best rows: the search keeps those of the best rows overall, so the page
-is the one the two phases one after the other give."""
+"""Each source's candidates are read as soon as its own lists are in (``lists_and_candidates``), with
+the neighbours of that source's best rows: the ranking keeps those of the best rows overall, so the
+page is the one the two phases one after the other give."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from memory_engine.adapters.postgres import search
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
+from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex, SearchLimits
 from memory_engine.bootstrap import Container
 from memory_engine.domain.entries import NewEntry
-from memory_engine.domain.fusion import top_keys, within_reach
+from memory_engine.domain.fusion import within_reach
 from memory_engine.domain.search_config import HYBRID
 from memory_engine.domain.search_models import DocumentScope, MemoryScope, Scopes, SearchRequest, SignalQuery
+from memory_engine.domain.search_plan import SearchPlan
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.support.memories import write
 from tests.support.search_seed import Seeder
@@ -87,19 +87,19 @@ def test_the_superset_read_is_cut_to_the_neighbours_of_the_best_overall(
     query = SignalQuery(text=QUERY, embedding=container.embedder.embed_query(QUERY), signals=CONFIG.signals,
                         depth=CONFIG.depth(LIMIT), entity_top_k=CONFIG.entity_top_k, ef_search=CONFIG.ef_search)
     scopes = Scopes(MemoryScope(memory_ids=(world["memory"],)), DocumentScope())
+    plan = SearchPlan(query, scopes, CONFIG)
     try:
-        ranked, read = index.rank_and_read(world["project_id"], query, scopes, window=CONFIG.neighbour_window,
-                                           top_of=lambda lists: top_keys(lists, CONFIG, CONFIG.neighbour_expand))
+        ranked, read = index.lists_and_candidates(world["project_id"], plan)
     finally:
         index.close()
-    kept = within_reach(read, ranked, top_keys(ranked, CONFIG, CONFIG.neighbour_expand), CONFIG.neighbour_window)
+    top = plan.expanded(ranked)
+    assert plan.window == CONFIG.neighbour_window and len(top) == CONFIG.neighbour_expand
+    kept = within_reach(read, ranked, top, plan.window)
     # each source expanded its own best two, so more rows were read than the best two overall reach
     assert set(kept) < set(read)
     # and what is kept is what reading after ranking both sources finds
     serial = PostgresKnowledgeIndex(container.database, parallel=False)
-    top = top_keys(ranked, CONFIG, CONFIG.neighbour_expand)
-    assert kept == serial.candidates(world["project_id"], scopes, ranked, query.embedding, top=top,
-                                     window=CONFIG.neighbour_window)
+    assert kept == serial.candidates(world["project_id"], scopes, ranked, query.embedding, top=top, window=plan.window)
 
 
 def test_a_read_split_between_free_connections_gives_the_same_page(
@@ -108,7 +108,6 @@ def test_a_read_split_between_free_connections_gives_the_same_page(
     one_after_another = page(PostgresKnowledgeIndex(container.database, parallel=False), container, world)
     # Given slices of a single row may be read apart, and the documents' vector list comes in last,
     # well after the memory's candidates were read (so the other connection has nothing left to run)
-    monkeypatch.setattr(search, "MIN_READ_SLICE", 1)
     slow_vector = docs.vector
 
     def late(*args: Any, **kwargs: Any) -> Any:
@@ -125,7 +124,7 @@ def test_a_read_split_between_free_connections_gives_the_same_page(
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(module, "candidate_rows", counted)
-    index = PostgresKnowledgeIndex(pool)
+    index = PostgresKnowledgeIndex(pool, limits=SearchLimits(min_read_slice=1))
     try:
         # Then the search gives the page the phases one after the other give
         assert page(index, container, world) == one_after_another

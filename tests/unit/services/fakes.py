@@ -21,6 +21,7 @@ from memory_engine.domain.search_models import (
     Scopes,
     SignalQuery,
 )
+from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
 from memory_engine.errors import EmbeddingError, NotFound
 from memory_engine.ports.documents import DocumentRepository
 from memory_engine.ports.embedder import Embedder, EmbeddingKind, Vector
@@ -50,23 +51,18 @@ class FakeEmbedder(Embedder):
 
 
 class FakeIndex(KnowledgeIndex):
-    """Answers ``rank`` with the lists it is given; every listed key is a candidate and a row."""
+    """Ranks with the lists it is given: every listed key is a candidate (its cosine the vector
+    list's score) and a row; the ranking is the domain's, as the real index's is."""
 
     def __init__(self, ranked: RankedLists) -> None:
         self.ranked = ranked
         self.queries: list[SignalQuery] = []
 
-    def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
-        self.queries.append(query)
-        return self.ranked
-
-    def candidates(
-        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,
-        top: Sequence[ResultKey], window: int,
-    ) -> dict[ResultKey, Candidate]:
-        keys = {key for keys in ranked.lists.values() for key in keys}
-        similarity = ranked.scored(Signal.VECTOR)
-        return {key: Candidate(similarity=similarity.get(key)) for key in keys}
+    def ranking(self, project_id: str, plan: SearchPlan) -> list[RankedRow]:
+        self.queries.append(plan.query)
+        similarity = self.ranked.scored(Signal.VECTOR)
+        candidates = {key: Candidate(similarity=similarity.get(key)) for keys in self.ranked.lists.values() for key in keys}
+        return fused_ranking(plan, self.ranked, candidates)
 
     def fetch(
         self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False

@@ -55,3 +55,16 @@ def test_the_callers_query_vector_is_normalized_and_checked() -> None:
     with pytest.raises(InvalidInput):  # wrong dimension
         search_knowledge(index, FakeEmbedder(), project_id="proj_1",
                          request=SearchRequest(query_embedding=[1.0] * (DIM + 1), memory_ids=["mem_1"]))
+
+
+def test_an_rrf_search_fuses_the_ranks_and_scores_the_page_once_read() -> None:
+    # Given the same lists, searched with the rrf_v1 preset (search v1)
+    index = FakeIndex(ranked())
+    request = SearchRequest(query="where does Erin live on 8 May, 2023", memory_ids=["mem_1"], min_score=0, preset="rrf_v1")
+    response = search_knowledge(index, FakeEmbedder(), project_id="proj_1", request=request)
+    # Then b (in both lists) leads a, each with its ranks; the fake rows have no cosine, so no evidence
+    assert [(r.id, r.signal_ranks, r.score) for r in response.results] == [
+        ("ment_b", {"keyword": 2, "entity": 1}, 0.0), ("ment_a", {"keyword": 1}, 0.0)]
+    # And the index was asked for no date list (RRF reads no query feature)
+    (query,) = index.queries
+    assert query.dates == ()

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from memory_engine.domain.fusion import evidence, fuse, top_keys, within_reach
-from memory_engine.domain.query_text import DateMention, date_mentions, name_candidates, uses_websearch_syntax
-from memory_engine.domain.relevance import Evidence, along_ranking, kept, relevance
+from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
+from memory_engine.domain.relevance import Evidence, along_ranking, kept
 from memory_engine.domain.render import render
-from memory_engine.domain.rrf import Fused, rrf
 from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
 from memory_engine.domain.search_models import (
     DocumentResult,
-    ListKey,
     MemoryResult,
-    RankedLists,
     ResultKey,
     Scopes,
     SearchRequest,
     SearchResponse,
     SignalQuery,
 )
+from memory_engine.domain.search_plan import RankedRow, SearchPlan
 from memory_engine.errors import EmbeddingError, InvalidInput
 from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder, Vector
@@ -83,10 +80,11 @@ def search_knowledge(
     """Run one search (SPEC "Retrieval") within ``project_id``.
 
     Sources follow the filters (memories only when ``memory_ids``/``memory_tags`` are given).
-    With a query, every configured signal ranks candidates per source, the candidates' features
-    are read (cosine, BM25, conversation/document neighbours, subjects, dates) and
-    :func:`memory_engine.domain.fusion.fuse` scores them into one ranking (``fusion="rrf"``:
-    Reciprocal Rank Fusion of the lists, ``config.rrf_k``); only the page's rows are read. Without
+    With a query, the index is given one :class:`SearchPlan` and returns the fused ranking: every
+    configured signal ranks candidates per source, the candidates' features are read (cosine, BM25,
+    conversation/document neighbours, subjects, dates) and
+    :func:`memory_engine.domain.fusion.fuse` scores them (``fusion="rrf"``: Reciprocal Rank Fusion
+    of the lists, ``config.rrf_k``); then only the page's rows are read. Without
     a query, results are deterministic reads. An embedding failure degrades to keyword + entity + recency and is
     reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
     wrong dimension; :class:`DatabaseError` when the database fails.
@@ -123,56 +121,27 @@ def search_knowledge(
     return response
 
 
-@dataclass(frozen=True)
-class RankedRow:
-    """One row of the fused ranking: its fused score (the order), its own relevance estimate
-    (domain/relevance.py, from ``evidence``) and its rank in each list that had it."""
-
-    key: ResultKey
-    fused: float
-    estimate: float
-    ranks: dict[ListKey, int]
-    evidence: Evidence | None = None
-
-
 def ranking(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
     query_vector: QueryVector,
 ) -> list[RankedRow] | None:
     """The whole fused ranking of a query (best first), each row with its relevance estimate; None
-    for ``fusion="rrf"`` (ranked by :func:`_rrf_results`, which scores the page's rows by their
-    cosine alone)."""
+    for ``fusion="rrf"`` (its rows are scored by their cosine once read: :func:`_rrf_page`)."""
     if config.fusion == "rrf":
         return None
-    query, dates = _signal_query(request, config, query_vector)
-    window = config.neighbour_window if config.neighbour_weight > 0 else 0
-
-    def top_of(lists: RankedLists) -> list[ResultKey]:
-        return top_keys(lists, config, config.neighbour_expand) if window else []
-
-    ranked, candidates = index.rank_and_read(project_id, query, scopes, window=window, top_of=top_of)
-    if window:  # the neighbours of the best overall, whichever source's lists came in first
-        candidates = within_reach(candidates, ranked, top_of(ranked), window)
-    names = frozenset(query.entity_names) if config.subject_boost else frozenset()
-    found = evidence(ranked, candidates)
-    return [
-        RankedRow(s.key, s.score, relevance(found[s.key]), s.ranks, found[s.key])
-        for s in fuse(ranked, candidates, config, names=names, dates=dates)
-    ]
+    return index.ranking(project_id, _plan(request, config, scopes, query_vector))
 
 
-def _signal_query(
-    request: SearchRequest, config: SearchConfig, query_vector: QueryVector,
-) -> tuple[SignalQuery, list[DateMention]]:
+def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_vector: QueryVector) -> SearchPlan:
+    """What the index ranks: the query as its signals read it, the scopes and the fusion config."""
     signals = set(config.signals)
-    embedding = query_vector.vector
     if query_vector.embedding_failed:
         signals = (signals - {Signal.VECTOR}) | {Signal.KEYWORD, Signal.ENTITY, Signal.RECENCY}
     # The date list and the date boost read the same mentions; RRF (search v1) uses neither.
     dates = date_mentions(request.query) if config.date_boost and config.fusion == "convex" and request.query else []
     query = SignalQuery(
         text=request.query,
-        embedding=embedding,
+        embedding=query_vector.vector,
         signals=frozenset(signals),
         depth=config.depth(request.limit),
         entity_names=tuple(name_candidates(request.query)) if request.query else (),
@@ -182,19 +151,16 @@ def _signal_query(
         keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
         dates=tuple(dates),
     )
-    return query, dates
+    return SearchPlan(query, scopes, config)
 
 
 def _ranked(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
     query_vector: QueryVector, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
+    rows = index.ranking(project_id, _plan(request, config, scopes, query_vector))
     if config.fusion == "rrf":
-        query, _ = _signal_query(request, config, query_vector)
-        return _rrf_results(index, project_id, request, config, index.rank(project_id, query, scopes),
-                            query_vector.vector, raw=raw)
-    rows = ranking(index, project_id, request, config, scopes, query_vector)
-    assert rows is not None  # fusion is not rrf
+        return _rrf_page(index, project_id, request, rows, query_vector.vector, raw=raw)
     return _page(index, project_id, request, rows, query_vector.vector, raw=raw)
 
 
@@ -215,34 +181,31 @@ def _page(
         found = rows.get(item.key)
         if found is None:  # deleted between ranking and reading
             continue
-        # the SPEC's signals (and recency, their degraded stand-in); the date list is part of the date feature
-        ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
-        results.append(found.model_copy(update={"score": round(score, 6), "signal_ranks": ranks}))
+        results.append(_shown(found, item, score))
     return results
 
 
-def _rrf_results(
-    index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, ranked: RankedLists,
+def _rrf_page(
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, fused: Sequence[RankedRow],
     embedding: Vector | None, *, raw: bool,
 ) -> list[MemoryResult | DocumentResult]:
     """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare). Its
     page's rows are scored by their cosine alone (no candidate is read before the page)."""
-    weights = {name: config.weight(name[1]) for name in ranked.lists}
-    fused: list[Fused[ResultKey, ListKey]] = rrf(ranked.lists, k=config.rrf_k, weights=weights)
     head = fused[: request.limit]
     rows = index.fetch(project_id, [f.key for f in head], embedding, raw=raw)
-    ranked_rows = [
-        RankedRow(f.key, f.score, relevance(Evidence(rows[f.key].similarity_score, None)), f.ranks)
-        for f in head if f.key in rows
-    ]
+    ranked_rows = [replace(f, evidence=Evidence(rows[f.key].similarity_score, None)) for f in head if f.key in rows]
     scores = along_ranking([row.estimate for row in ranked_rows])
-    results: list[MemoryResult | DocumentResult] = []
     floor = _memories_only(row.key for row in ranked_rows)
-    for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score,
-                                                                          default_floor=floor)]:
-        ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
-        results.append(rows[item.key].model_copy(update={"score": round(score, 6), "signal_ranks": ranks}))
-    return results
+    return [_shown(rows[item.key], item, score)
+            for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score,
+                                                                                  default_floor=floor)]]
+
+
+def _shown(row: MemoryResult | DocumentResult, item: RankedRow, score: float) -> MemoryResult | DocumentResult:
+    """``row`` with its score and its rank per signal: the SPEC's signals (and recency, their
+    degraded stand-in); the date list is part of the date feature."""
+    ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
+    return row.model_copy(update={"score": round(score, 6), "signal_ranks": ranks})
 
 
 def _memories_only(keys: Iterable[ResultKey]) -> bool:

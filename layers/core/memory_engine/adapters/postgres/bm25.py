@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import psycopg
 
+from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.domain.search_models import ScoredKeys, SignalQuery, SourceType
 
 K1: Final = 1.2
@@ -74,6 +75,21 @@ def has_context(table: str) -> bool:
     return table == "memory_entries"
 
 
+@dataclass(frozen=True)
+class KeywordLimits:
+    """The bounds of a keyword statement's reads, written into its text: :data:`HITS_BUDGET` and
+    :data:`SCAN_CAP` by default, and the largest scope that counts its lexemes in its own rows
+    (:func:`counts_locally`, :data:`DF_CAP`); the search adapter's ``SearchLimits`` may narrow them."""
+
+    hits_budget: int = HITS_BUDGET
+    scan_cap: int = SCAN_CAP
+    local_scope: int = DF_CAP
+
+    def __post_init__(self) -> None:
+        if not all(type(n) is int and n > 0 for n in (self.hits_budget, self.scan_cap)) or self.local_scope < 0:
+            raise ValueError(f"keyword limits are positive integers: {self}")
+
+
 def rescored(depth: int) -> int:
     """How many of the tf = 1 pass's best rows a list of ``depth`` rows rescores exactly."""
     return max(1, int(depth * RESCORE_HEADROOM))
@@ -99,10 +115,11 @@ def bm25_expr(row: str, idf_source: str, lexemes: str, *, context: bool = True) 
                FROM (SELECT p.lexeme, {own} AS tf FROM {_positions_of(f"{row}.search_tsv", lexemes)} p) t
                JOIN {idf_source} ON i.lexeme = t.lexeme)"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
     ctx = "coalesce(array_length(c.positions, 1), 0)"
+    ctx_norm = f"(1 - {B} + {B} * {row}.context_tokens / %(avgcl)s::float8)"
     return f"""(SELECT coalesce(sum(i.idf * t.tf * {K1 + 1} / (t.tf + {K1})), 0)::float8
                FROM (SELECT p.lexeme, (coalesce(array_length(p.positions, 1), 0) - {ctx})
                                       / (1 - {B} + {B} * {row}.search_tokens / %(avgdl)s::float8)
-                                      + {CONTEXT_WEIGHT} * {ctx} / (1 - {B} + {B} * {row}.context_tokens / %(avgcl)s::float8) AS tf
+                                      + {CONTEXT_WEIGHT} * {ctx} / {ctx_norm} AS tf
                      FROM {_positions_of(f"{row}.search_tsv", lexemes)} p
                      LEFT JOIN {_positions_of(f"ts_filter({row}.search_tsv, '{{b}}')", lexemes)} c USING (lexeme)) t
                JOIN {idf_source} ON i.lexeme = t.lexeme)"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
@@ -171,16 +188,18 @@ def column_stats_sql(table: str) -> str:
 ScopeStats = tuple[int, float, float]
 
 
-def counts_locally(n: int, column: ColumnStats) -> bool:
+def counts_locally(n: int, column: ColumnStats, limits: KeywordLimits = KeywordLimits()) -> bool:
     """Whether a scope of ``n`` rows orders and counts the query's lexemes by its own rows instead of
-    the table's planner statistics: when it is small (at most :data:`DF_CAP` rows, so a lexeme's
-    count reads no more rows than one lexeme's hits do), or when the statistics cannot describe
-    it (never gathered, or gathered when the whole table was smaller than this scope is now)."""
-    return n <= DF_CAP or column.total <= 0 or n > column.total
+    the table's planner statistics: when it is small (at most ``limits.local_scope`` rows, by default
+    :data:`DF_CAP`, so a lexeme's count reads no more rows than one lexeme's hits do), or when the
+    statistics cannot describe it (never gathered, or gathered when the whole table was smaller than
+    this scope is now)."""
+    return n <= limits.local_scope or column.total <= 0 or n > column.total
 
 
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
-                hits_scope: str | None = None, strict: bool = False, local: bool = False) -> str:
+                hits_scope: str | None = None, strict: bool = False, local: bool = False,
+                limits: KeywordLimits = KeywordLimits()) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
     as ``(id, score, idfs, analyzed)``; ``idfs`` (on one row, NULL on the others: the client parses
     it once) maps each scored lexeme to its idf so other candidates can be scored alike, and
@@ -201,7 +220,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             SELECT {a}.id FROM {from_sql}
             WHERE {scope_sql} AND {a}.search_tsv @@ websearch_to_tsquery('english', %(text)s)
             LIMIT %(rescore)s
-        )"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        )"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     else:
         picked = "picked AS (SELECT id FROM coarse)"
     first = "row_number() OVER () = 1"
@@ -212,7 +231,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                                           LIMIT {DF_CAP}) c)::float8 / greatest(%(n)s::float8, 1) AS share
             FROM (SELECT lexeme, quote_literal(lexeme)::tsquery AS tsq
                   FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lexeme) l
-        )"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        )"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     else:
         shares = """shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
@@ -222,17 +241,17 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
     return f"""
         WITH {shares}, q AS MATERIALIZED (
             SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord,
-                   share * total <= {SCAN_CAP} AS scanned FROM shares
+                   share * total <= {limits.scan_cap} AS scanned FROM shares
         ), hits AS MATERIALIZED (
             SELECT q.lexeme, q.ord, h.id FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
             CROSS JOIN LATERAL (
                 SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
             ) h
-            LIMIT {HITS_BUDGET}
+            LIMIT {limits.hits_budget}
         ), counted AS (
             SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found,
                    (q.scanned OR q.ord = 1) AND coalesce(h.found, 0) < {DF_CAP}
-                   AND (t.total < {HITS_BUDGET} OR q.ord < t.last) AS complete
+                   AND (t.total < {limits.hits_budget} OR q.ord < t.last) AS complete
             FROM q LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme),
                  (SELECT count(*) AS total, coalesce(max(ord), 0) AS last FROM hits) t
         ), idf AS MATERIALIZED (
@@ -251,7 +270,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         FROM (SELECT x.id, {bm25_expr("x", "idf i", "ARRAY(SELECT lexeme FROM idf)", context=has_context(table))} AS score
               FROM picked JOIN {table} x ON x.id = picked.id
               ORDER BY score DESC, x.id LIMIT %(depth)s) ranked
-        ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
 
 
 def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, scope_sql: str,
@@ -259,8 +278,9 @@ def scope_stats(conn: psycopg.Connection[Any], *, alias: str, from_sql: str, sco
     """``(N, avgdl, avgcl)`` of a scope: its searchable rows, their mean ``search_tokens`` and, with
     ``context``, their mean ``context_tokens`` (else 0)."""
     avgcl = f"coalesce(avg({alias}.context_tokens), 0)" if context else "0"
+    columns = f"count(*) AS n, coalesce(avg({alias}.search_tokens), 0) AS avgdl, {avgcl} AS avgcl"
     row = conn.execute(
-        f"SELECT count(*) AS n, coalesce(avg({alias}.search_tokens), 0) AS avgdl, {avgcl} AS avgcl FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"SELECT {columns} FROM {from_sql} WHERE {scope_sql}",  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         params,
     ).fetchone()
     return (int(row["n"]), float(row["avgdl"]), float(row["avgcl"])) if row else (0, 0.0, 0.0)
@@ -276,9 +296,9 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
     if n == 0:
         return ScoredKeys([], [])
     avgdl, avgcl = max(avgdl, 1.0), max(avgcl, 1.0)
-    rows = conn.execute(sql, params | {"text": q.text, "depth": q.depth, "n": n, "avgdl": avgdl, "avgcl": avgcl,
+    rows = conn.execute(sql, params | {"text": q.text, "depth": PlanValue(q.depth), "n": n, "avgdl": avgdl, "avgcl": avgcl,
                                        "shares": column.shares, "total": column.total,
-                                       "rescore": rescored(q.depth)}).fetchall()
+                                       "rescore": PlanValue(rescored(q.depth))}).fetchall()
     if column.analyzed is not None:
         version = rows[0]["analyzed"] if rows else analyzed(conn, table)
         if version != column.analyzed:
@@ -292,10 +312,9 @@ def score_columns(alias: str, *, with_bm25: bool, context: bool) -> str:
     and its BM25 under ``%(lexemes)s``/``%(idfs)s``, NULL where a signal already returned them
     (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
     a = alias
-    bm25_sql = (
-        f"CASE WHEN {a}.id = ANY(%(known_bm25)b::text[]) THEN NULL ELSE "
-        f"{bm25_expr(a, 'unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)', '%(lexemes)b::text[]', context=context)} END"
-    ) if with_bm25 else "0::float8"
+    given = bm25_expr(a, "unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)", "%(lexemes)b::text[]",
+                      context=context)
+    bm25_sql = f"CASE WHEN {a}.id = ANY(%(known_bm25)b::text[]) THEN NULL ELSE {given} END" if with_bm25 else "0::float8"
     return (
         f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.embedding IS NULL OR {a}.id = ANY(%(known_similarity)b::text[])"
         f" THEN NULL ELSE 1 - ({a}.embedding <=> %(embedding)s::vector) END AS similarity, {bm25_sql} AS bm25"
@@ -305,6 +324,7 @@ def score_columns(alias: str, *, with_bm25: bool, context: bool) -> str:
 def score_params(embedding: Any, idfs: dict[str, float], avgdl: float, avgcl: float, known_similarity: Sequence[str],
                  known_bm25: Sequence[str]) -> dict[str, Any]:
     return {
-        "embedding": embedding, "lexemes": list(idfs), "idfs": list(idfs.values()), "avgdl": max(avgdl, 1.0), "avgcl": max(avgcl, 1.0),
+        "embedding": embedding, "lexemes": list(idfs), "idfs": list(idfs.values()),
+        "avgdl": max(avgdl, 1.0), "avgcl": max(avgcl, 1.0),
         "known_similarity": list(known_similarity), "known_bm25": list(known_bm25),
     }

@@ -12,7 +12,8 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, TypeVar
 
@@ -25,32 +26,41 @@ _T = TypeVar("_T")
 _K = TypeVar("_K")
 
 
-#: The parameters that decide how PostgreSQL should run a search statement: the scope (which
-#: project, memories, documents, tags, point in time, confidence floor) and the row counts of its
-#: ``LIMIT`` s. In a search transaction they are written into the statement as literals
-#: (:class:`PlannedCursor`), every other value (the query's text and vector, ids, statistics) stays
-#: a bound parameter.
-PLAN_VALUES: Final = frozenset({
-    "project_id", "memory_ids", "tag_patterns", "min_confidence", "as_of", "document_ids", "path_patterns",
-    "depth", "rescore", "top_k", "limit", "window", "hub_max",
-})
+@dataclass(frozen=True, slots=True)
+class PlanValue:
+    """A statement parameter that decides how PostgreSQL should run the statement: the scope (which
+    project, memories, documents, tags, point in time, confidence floor) and the row counts of its
+    ``LIMIT`` s. Wrapped where the parameters are made (``{"depth": PlanValue(q.depth)}``), it is
+    written into the statement's text as a literal in a search transaction (:class:`PlannedCursor`)
+    and bound like any other value on a connection outside one (:func:`bound`); every value not
+    wrapped (the query's text and vector, ids, statistics) is always a bound parameter."""
+
+    value: Any
+
+
 #: A named placeholder of a statement (``%(name)s``, ``%(name)b``); ``%%`` is a literal ``%``.
 PLACEHOLDER: Final = re.compile(r"(?<!%)%\((\w+)\)([sb])")
 
 
 def with_plan_values(query: str, params: Mapping[str, Any], conn: psycopg.Connection[Any]) -> str:
-    """``query`` with its :data:`PLAN_VALUES` placeholders replaced by their values as literals,
-    quoted by psycopg for ``conn`` (a ``%`` in one, as in a LIKE pattern, written ``%%``). A search
-    writes some 100 of them (the scope recurs in subqueries): the pieces of a query and the
-    literal of a value are each worked out once."""
+    """``query`` with the placeholders of its :class:`PlanValue` parameters replaced by their values
+    as literals, quoted by psycopg for ``conn`` (a ``%`` in one, as in a LIKE pattern, written
+    ``%%``); the others stay placeholders. A search writes some 100 of them (the scope recurs in
+    subqueries): the pieces of a query and the literal of a value are each worked out once."""
     texts, names, formats = _pieces(query)
     if not names:
         return query
     out = [texts[0]]
     for name, fmt, text in zip(names, formats, texts[1:], strict=True):
-        out.append(_literal(params[name], conn) if name in PLAN_VALUES else f"%({name}){fmt}")
+        value = params[name]
+        out.append(_literal(value.value, conn) if isinstance(value, PlanValue) else f"%({name}){fmt}")
         out.append(text)
     return "".join(out)
+
+
+def bound_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with each :class:`PlanValue` unwrapped, to be bound like the others."""
+    return {name: value.value if isinstance(value, PlanValue) else value for name, value in params.items()}
 
 
 @lru_cache(maxsize=1024)
@@ -90,7 +100,7 @@ def _literal(value: Any, conn: psycopg.Connection[Any]) -> str:
 
 
 class PlannedCursor(psycopg.Cursor[Any]):
-    """A cursor that writes a statement's :data:`PLAN_VALUES` into its text as literals
+    """A cursor that writes a statement's :class:`PlanValue` s into its text as literals
     (:func:`with_plan_values`), so that a generic plan, made once per connection and text and
     reused, is still made for the scope it runs on: a memory of 200 facts in a table of 100k is
     planned apart from one of 100k (a keyword statement over the small one: 3.1 ms custom, 16.2 ms
@@ -102,6 +112,34 @@ class PlannedCursor(psycopg.Cursor[Any]):
             query = with_plan_values(query, params, self.connection)
         super().execute(query, params, prepare=prepare, binary=binary)
         return self
+
+
+class BoundCursor(psycopg.Cursor[Any]):
+    """A cursor that binds a statement's :class:`PlanValue` s like any other value (:func:`bound`)."""
+
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None,
+                binary: bool | None = None) -> BoundCursor:
+        if isinstance(params, Mapping):
+            params = bound_values(params)
+        super().execute(query, params, prepare=prepare, binary=binary)
+        return self
+
+
+@contextmanager
+def _cursors(conn: psycopg.Connection[Any], factory: type[psycopg.Cursor[Any]]) -> Iterator[psycopg.Connection[Any]]:
+    saved = conn.cursor_factory
+    conn.cursor_factory = factory
+    try:
+        yield conn
+    finally:
+        conn.cursor_factory = saved
+
+
+def bound(conn: psycopg.Connection[Any]) -> AbstractContextManager[psycopg.Connection[Any]]:
+    """``conn`` outside a search transaction (the no-query reads): the :class:`PlanValue` s of the
+    statements run through it until the block ends are bound parameters, the plans PostgreSQL's
+    default (``plan_cache_mode = auto``)."""
+    return _cursors(conn, BoundCursor)
 
 
 @contextmanager
@@ -126,12 +164,8 @@ def searching(conn: psycopg.Connection[Any], ef_search: int) -> Iterator[psycopg
         " set_config('plan_cache_mode', 'force_generic_plan', true)",
         (str(ef_search),),
     )
-    factory = conn.cursor_factory
-    conn.cursor_factory = PlannedCursor
-    try:
+    with _cursors(conn, PlannedCursor):
         yield conn
-    finally:
-        conn.cursor_factory = factory
 
 
 class Lanes:

@@ -2,7 +2,7 @@
 
 Signals run concurrently in lanes, one per connection of search's pool (the default), or one
 after another on one pooled connection (``parallel=False``); each source's candidate read joins
-the lanes as soon as that source's lists are in (:meth:`PostgresKnowledgeIndex.rank_and_read`).
+the lanes as soon as that source's lists are in (:meth:`PostgresKnowledgeIndex.lists_and_candidates`).
 docs/retrieval.md has the measurements that picked each (hybrid p95 at 100k facts + 100k chunks:
 57 ms concurrent vs 117 ms one after another when this began; 14.5 ms in the session before
 the generic plans, 23.8-24.2 ms after them on a machine about 1.5x slower).
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Final, Generic, TypeVar
 
@@ -23,14 +23,14 @@ from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres import search_documents as docs
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
-from memory_engine.adapters.postgres.lanes import Lanes, searching
+from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
+from memory_engine.adapters.postgres.search_rows import document_result, memory_result, similarity
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     Candidate,
     DocumentResult,
     DocumentScope,
-    EntityLink,
     EpisodeResult,
     ListKey,
     MemoryResult,
@@ -42,6 +42,7 @@ from memory_engine.domain.search_models import (
     SignalQuery,
     SourceType,
 )
+from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
 from memory_engine.domain.vectors import Vector
 from memory_engine.ports.search import KnowledgeIndex
 
@@ -52,8 +53,29 @@ Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
 #: read live. (A table's lexeme shares are kept until the table is analyzed again: ``_keyword``.)
 SCOPE_STATS_TTL_S = 300.0
 
+#: A candidate read is split between free connections only into slices of at least this many rows:
+#: a statement's fixed cost (planning, round trip: about 0.5 ms) is that of reading some 50 rows, so
+#: a split saves wall time only when a slice reads more than its share of that.
+MIN_READ_SLICE: Final = 25
+
 _V = TypeVar("_V")
 _K = TypeVar("_K")
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    """The bounds a search's statements work within, today's values by default (a test narrows one
+    to reach the case it checks): the keyword statement's reads (:class:`bm25.KeywordLimits`),
+    the entity signal's hub rule (:class:`search_memories.HubRule`) and the smallest slice a
+    candidate read is split into (:data:`MIN_READ_SLICE`)."""
+
+    keyword: bm25.KeywordLimits = field(default_factory=bm25.KeywordLimits)
+    hubs: mems.HubRule = field(default_factory=mems.HubRule)
+    min_read_slice: int = MIN_READ_SLICE
+
+    def __post_init__(self) -> None:
+        if self.min_read_slice < 1:
+            raise ValueError("a candidate read's slices hold at least one row")
 
 
 class StatsCache(Generic[_V]):
@@ -110,9 +132,11 @@ def _in_submit_order(tasks: Mapping[Any, _V]) -> dict[Any, _V]:
 class PostgresKnowledgeIndex(KnowledgeIndex):
     """:class:`memory_engine.ports.search.KnowledgeIndex` over the schema of migrations/0001."""
 
-    def __init__(self, database: Database, *, parallel: bool = True, max_workers: int = 5) -> None:
+    def __init__(self, database: Database, *, parallel: bool = True, max_workers: int = 5,
+                 limits: SearchLimits = SearchLimits()) -> None:
         self._database = database
         self._parallel = parallel
+        self._limits = limits
         self._lanes = Lanes(database, max_workers)
         self.scope_stats: StatsCache[bm25.ScopeStats] = StatsCache()
         self._column_stats: dict[str, bm25.ColumnStats] = {}
@@ -130,21 +154,27 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         if Signal.KEYWORD in q.signals and q.text is not None:
             if m is not None:
                 tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: self._keyword(conn, mems.FACTS.table, partial(
-                    mems.keyword, conn, project_id, m, q, self._stats(conn, project_id, m)))
+                    mems.keyword, conn, project_id, m, q, self._stats(conn, project_id, m), limits=self._limits.keyword))
             if d is not None:
                 tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: self._keyword(conn, docs.CHUNKS.table, partial(
-                    docs.keyword, conn, project_id, d, q, self._stats(conn, project_id, d)))
+                    docs.keyword, conn, project_id, d, q, self._stats(conn, project_id, d), limits=self._limits.keyword))
         if Signal.ENTITY in q.signals and m is not None:
             tasks[mems.SOURCE, Signal.ENTITY] = lambda conn: mems.entity_signal(
-                conn, project_id, m, q, size=self._stats(conn, project_id, m)[0])
+                conn, project_id, m, q, size=self._stats(conn, project_id, m)[0], hubs=self._limits.hubs)
         if q.dates and m is not None:
             tasks[mems.SOURCE, Signal.DATE] = lambda conn: mems.dated(conn, project_id, m, q)
         if Signal.RECENCY in q.signals and m is not None:
             tasks[mems.SOURCE, Signal.RECENCY] = lambda conn: mems.recency(conn, project_id, m, q.depth)
         return tasks
 
-    def rank(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
-        tasks = self._tasks(project_id, query, scopes)
+    def ranking(self, project_id: str, plan: SearchPlan) -> list[RankedRow]:
+        return fused_ranking(plan, *self.lists_and_candidates(project_id, plan))
+
+    def signal_lists(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
+        """The signals' lists alone (what RRF fuses)."""
+        return self._signal_lists(self._tasks(project_id, query, scopes), query)
+
+    def _signal_lists(self, tasks: Mapping[ListKey, Task], query: SignalQuery) -> RankedLists:
         return _ranked_in_order(tasks, self._run_all(_in_submit_order(tasks), query.ef_search))
 
     def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> bm25.ScopeStats:
@@ -187,18 +217,21 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             found.update(_candidates(source, rows, ranked))
         return found
 
-    def rank_and_read(
-        self, project_id: str, query: SignalQuery, scopes: Scopes, *, window: int,
-        top_of: Callable[[RankedLists], Sequence[ResultKey]],
-    ) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
-        """:meth:`rank`, then :meth:`candidates` with ``top = top_of(ranked)``, but each source's
-        candidates are read as soon as that source's lists are in (``top_of`` given that source's
-        lists only), on whichever connection is free: the two phases overlap instead of one waiting
-        for the slowest statement of the other. The neighbours read are those of each source's own
-        top; keep the ones of the overall top with :func:`memory_engine.domain.fusion.within_reach`."""
+    def lists_and_candidates(self, project_id: str, plan: SearchPlan) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
+        """The signals' lists and, for convex fusion, the candidates read (:meth:`candidates` with
+        the neighbours of ``plan.expanded``). Running in parallel, each source's candidates are read
+        as soon as that source's lists are in (the neighbours of the best of that source's lists
+        alone), on whichever connection is free: the two phases overlap instead of one waiting for
+        the slowest statement of the other. The read is then a superset of the one after both
+        sources' lists; :func:`memory_engine.domain.search_plan.fused_ranking` keeps the latter."""
+        query, scopes = plan.query, plan.scopes
         tasks: dict[Any, Callable[[psycopg.Connection[Any]], Any]] = dict(self._tasks(project_id, query, scopes))
+        if not plan.reads_candidates:
+            return self._signal_lists(tasks, query), {}
         if not (self._parallel and len(tasks) > 1):
-            return super().rank_and_read(project_id, query, scopes, window=window, top_of=top_of)
+            ranked = self._signal_lists(tasks, query)
+            return ranked, self.candidates(project_id, scopes, ranked, query.embedding, top=plan.expanded(ranked),
+                                           window=plan.window)
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {mems.SOURCE: {}, docs.SOURCE: {}}
         bookkeeping = threading.Lock()
@@ -214,8 +247,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
                     return {}
             own = _ranked_in_order(tasks, lists[source])
             # with nothing else left to run, the read is split between the connections that are free
-            reads = self._candidate_reads(project_id, scopes, own, source, query.embedding, top_of(own), window,
-                                          parts=max(1, spare))
+            reads = self._candidate_reads(project_id, scopes, own, source, query.embedding, plan.expanded(own),
+                                          plan.window, parts=max(1, spare))
             return {(source, _READ, part): read for part, read in enumerate(reads)}
 
         done = self._lanes.run(_in_submit_order(tasks), query.ef_search, then=then)
@@ -232,7 +265,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     ) -> list[Callable[[psycopg.Connection[Any]], list[Row]]]:
         """The reads of ``source``'s listed rows and of the neighbours of its keys in ``top`` (none
         when there is nothing to read): up to ``parts`` reads of as many slices of the listed rows
-        (each at least :data:`MIN_READ_SLICE` rows; the first also reads the neighbours), to run at
+        (each at least ``limits.min_read_slice`` rows; the first also reads the neighbours), to run at
         once on as many connections. A row found by two slices is the same row."""
         ids = list(dict.fromkeys(key for (s, _), keys in ranked.lists.items() if s == source for _, key in keys))
         near = [key for s, key in top if s == source] if window > 0 else []
@@ -249,7 +282,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         scoring = Scoring(embedding, idfs, avgdl, avgcl,
                           known_similarity=[key for _, key in ranked.lists.get((source, Signal.VECTOR), [])],
                           known_bm25=[key for _, key in ranked.lists.get((source, Signal.KEYWORD), [])])
-        parts = max(1, min(parts, len(ids) // MIN_READ_SLICE))
+        parts = max(1, min(parts, len(ids) // self._limits.min_read_slice))
         size = -(-len(ids) // parts)
         return [partial(read, project_id=project_id, ids=ids[i * size:(i + 1) * size], top=near if i == 0 else [],
                         window=window, scoring=scoring) for i in range(parts)]
@@ -288,7 +321,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
         out: list[MemoryResult | DocumentResult] = []
-        with self._database.connection() as conn:
+        with self._database.connection() as conn, bound(conn):
             if scopes.memories is not None:
                 out.extend(memory_result(r, raw=raw) for r in mems.recent_rows(conn, project_id, scopes.memories, limit))
             if scopes.documents is not None and len(out) < limit:
@@ -302,7 +335,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         return [
             EpisodeResult(
                 id=r["id"], memory_id=r["memory_id"], conversation_id=r["conversation_id"], turn_id=r["turn_id"],
-                occurred_at=r["occurred_at"], transcript=r["transcript"], similarity_score=_float(r["similarity"]),
+                occurred_at=r["occurred_at"], transcript=r["transcript"], similarity_score=similarity(r),
             )
             for r in rows
         ]
@@ -311,10 +344,6 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 SOURCES: Final[tuple[SourceType, ...]] = (mems.SOURCE, docs.SOURCE)
 #: The result rows are read by id: no vector scan runs in their transaction.
 FETCH_EF_SEARCH: Final = 40
-#: A candidate read is split between free connections only into slices of at least this many rows:
-#: a statement's fixed cost (planning, round trip: about 0.5 ms) is that of reading some 50 rows, so
-#: a split saves wall time only when a slice reads more than its share of that.
-MIN_READ_SLICE: Final = 25
 #: The name of a source's candidate read among its signal tasks (``(source, _READ)``).
 _READ: Final = "candidates"
 
@@ -344,33 +373,3 @@ def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) ->
             tuple(row.get("subjects") or ()), row.get("valid_from"),  # facts only
         )
     return found
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else round(float(value), 6)
-
-
-def memory_result(row: Row, *, raw: bool) -> MemoryResult:
-    extra = None
-    if raw:
-        extra = {
-            "subject": row["subject"], "predicate": row["predicate"], "object": row["object"],
-            "confidence": float(row["confidence"]), "source_quote": row["source_quote"],
-            "source_type": row["source_type"], "updated_at": row["updated_at"], "invalidated_at": row["invalidated_at"],
-        }
-    return MemoryResult(
-        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
-        memory_id=row["memory_id"], memory_name=row["memory_name"], tags=list(row["tags"] or []),
-        metadata=row["metadata"], entities=[EntityLink(**link) for link in row["entities"]],
-        valid_from=row["valid_from"], valid_to=row["valid_to"], created_at=row["created_at"],
-        source_conversation_id=row["source_conversation_id"], source_generation_id=row["source_generation_id"],
-        source_event_id=row["source_event_id"], raw=extra,
-    )
-
-
-def document_result(row: Row) -> DocumentResult:
-    return DocumentResult(
-        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
-        document_id=row["document_id"], path=row["path"], title=row["title"], page=row["page"],
-        chunk_index=row["chunk_index"], tags=list(row["tags"] or []), metadata=row["metadata"],
-    )

@@ -13,6 +13,7 @@ import psycopg
 
 from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.database import Row
+from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.adapters.postgres.search_sql import Params, SearchTable
 from memory_engine.domain.search_models import DocumentScope
 from memory_engine.domain.vectors import Vector
@@ -46,9 +47,9 @@ def scope_sql(scope: DocumentScope) -> str:
 
 def scope_params(project_id: str, scope: DocumentScope) -> Params:
     return {
-        "project_id": project_id,
-        "document_ids": list(scope.document_ids),
-        "path_patterns": list(scope.path_patterns),
+        "project_id": PlanValue(project_id),
+        "document_ids": PlanValue(list(scope.document_ids)),
+        "path_patterns": PlanValue(list(scope.path_patterns)),
     }
 
 

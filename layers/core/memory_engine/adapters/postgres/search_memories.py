@@ -7,6 +7,7 @@ What both sides of search share is in :mod:`search_sql`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -15,6 +16,7 @@ import psycopg
 from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
+from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.adapters.postgres.search_sql import Params, SearchTable
 from memory_engine.domain.query_text import periods
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
@@ -71,11 +73,11 @@ def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
 
 def scope_params(project_id: str, scope: MemoryScope) -> Params:
     return {
-        "project_id": project_id,
-        "min_confidence": scope.min_confidence,
-        "memory_ids": list(scope.memory_ids),
-        "tag_patterns": list(scope.tag_patterns),
-        "as_of": scope.as_of,
+        "project_id": PlanValue(project_id),
+        "min_confidence": PlanValue(scope.min_confidence),
+        "memory_ids": PlanValue(list(scope.memory_ids)),
+        "tag_patterns": PlanValue(list(scope.tag_patterns)),
+        "as_of": PlanValue(scope.as_of),
     }
 
 
@@ -90,7 +92,6 @@ ANCHOR_FANOUT_CAP = 50
 #: everything, which is no signal (and unbounded work).
 DEGREE_CAP = 25
 
-
 #: An anchor is a HUB, and the entity signal skips it, when it touches more than this share of the
 #: live facts in the searched scope: its facts are then "most of the memory by cosine", a near copy
 #: of the vector list (LoCoMo's speakers, an agent memory's "user"), not a specific thing named ...
@@ -101,7 +102,6 @@ HUB_MIN_DEGREE = 20
 #: so its facts could not be ranked in full anyway. It bounds both counts of :func:`split_hubs`:
 #: an anchor's links and its facts in scope are counted up to this + 1.
 HUB_MAX_DEGREE = 100
-
 
 #: The hub rule as steps of a statement (CTEs), over ``found (id, ord)``, the anchors in order:
 #: linked: each anchor's links in the project, read from the entity index alone, at most
@@ -129,9 +129,17 @@ _SPLIT = (
 _HUB_STEPS = f"linked AS MATERIALIZED ({_LINKED}), degrees AS MATERIALIZED ({_DEGREES}), split AS MATERIALIZED ({_SPLIT})"
 
 
-def _hub_params(size: int) -> Params:
-    """The hub rule's bounds as the statement reads them (bound, so a test may narrow them)."""
-    return {"size": size, "hub_share": HUB_SHARE, "hub_min": HUB_MIN_DEGREE, "hub_max": HUB_MAX_DEGREE}
+@dataclass(frozen=True)
+class HubRule:
+    """The hub rule's bounds (a search adapter's ``SearchLimits`` may narrow the defaults above)."""
+
+    share: float = HUB_SHARE
+    min_degree: int = HUB_MIN_DEGREE
+    max_degree: int = HUB_MAX_DEGREE
+
+    def params(self, size: int) -> Params:
+        """The rule's parameters in a scope of ``size`` live facts (the cap is a ``LIMIT``: written in)."""
+        return {"size": size, "hub_share": self.share, "hub_min": self.min_degree, "hub_max": PlanValue(self.max_degree)}
 
 
 #: The anchors given in order (``%(anchors)s``), as ``found``.
@@ -156,20 +164,21 @@ def _found(q: SignalQuery) -> str:
         )
     if not parts:
         return "SELECT NULL::text AS id, 0::bigint AS ord WHERE false"
-    return f"SELECT id, min(ord) AS ord FROM ({' UNION ALL '.join(parts)}) f GROUP BY id"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    return f"SELECT id, min(ord) AS ord FROM ({' UNION ALL '.join(parts)}) f GROUP BY id"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
 
 
 def split_hubs(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str], *, size: int
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, anchors: list[str], *, size: int,
+    hubs: HubRule = HubRule(),
 ) -> tuple[list[str], list[str]]:
-    """``(specific, hubs)``: the anchors in their order, split by the hub rule above in a scope of
+    """``(specific, hubs)``: the anchors in their order, split by the hub rule ``hubs`` in a scope of
     ``size`` live facts (the search adapter's cached scope statistics). The entity signal runs the
     same steps inside its own statement (:func:`entity_signal`)."""
     if not anchors:
         return [], []
     rows = conn.execute(
-        f"WITH found AS ({_GIVEN}), {_HUB_STEPS.format(where=scope_sql(scope))} SELECT id, hub FROM split ORDER BY ord",  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-        scope_params(project_id, scope) | _hub_params(size) | {"anchors": anchors},
+        f"WITH found AS ({_GIVEN}), {_HUB_STEPS.format(where=scope_sql(scope))} SELECT id, hub FROM split ORDER BY ord",  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+        scope_params(project_id, scope) | hubs.params(size) | {"anchors": anchors},
     ).fetchall()
     return [r["id"] for r in rows if not r["hub"]], [r["id"] for r in rows if r["hub"]]
 
@@ -188,7 +197,7 @@ _LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(ARR
 #: distances are computed exactly and sorted (an ``ORDER BY embedding <=> q`` alone would let the
 #: planner walk the whole table's HNSW graph looking for those few rows).
 _DIRECT = (
-    "SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {where}"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    "SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {where}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     f" AND e.id IN (SELECT entry_id FROM links ORDER BY entry_id DESC LIMIT {ANCHOR_FANOUT_CAP})"
     " ORDER BY distance NULLS LAST, e.id LIMIT %(depth)s"
 )
@@ -196,7 +205,7 @@ _DIRECT = (
 #: nor hubs) of the ``BRIDGE_FACTS`` best direct facts, least connected first (their degree
 #: counted up to ``DEGREE_CAP``), at most ``BRIDGE_ENTITIES``.
 _BRIDGES = (
-    "SELECT ee.entity_id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    "SELECT ee.entity_id, (SELECT count(*) FROM (SELECT 1 FROM entry_entities x WHERE x.entity_id = ee.entity_id"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     f" LIMIT {DEGREE_CAP}) capped) AS degree"
     " FROM entry_entities ee WHERE (SELECT count(*) FROM direct) < %(depth)s"
     f" AND ee.entry_id IN (SELECT id FROM direct ORDER BY distance NULLS LAST, id LIMIT {BRIDGE_FACTS})"
@@ -233,27 +242,28 @@ def _relevance(q: SignalQuery) -> str:
 
 def _entity_params(project_id: str, scope: MemoryScope, q: SignalQuery) -> Params:
     return scope_params(project_id, scope) | {
-        "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": q.depth,
+        "embedding": q.embedding, "text": q.text, "strict": q.keyword_strict, "depth": PlanValue(q.depth),
     }
 
 
 def entity_signal(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, *, size: int
+    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q: SignalQuery, *, size: int,
+    hubs: HubRule = HubRule(),
 ) -> list[ResultKey]:
     """The entity signal in one statement: the query's anchors (:func:`_found`), split by the hub
-    rule in a scope of ``size`` live facts (:func:`split_hubs`), then :func:`entity` over them.
+    rule ``hubs`` in a scope of ``size`` live facts (:func:`split_hubs`), then :func:`entity` over them.
     One round trip instead of four (names, similar entities, link counts, list)."""
     if not q.entity_names and (q.embedding is None or q.entity_top_k <= 0):
         return []
     where = scope_sql(scope)
     sql = (
-        f"WITH found AS MATERIALIZED ({_found(q)}), {_HUB_STEPS.format(where=where)},"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"WITH found AS MATERIALIZED ({_found(q)}), {_HUB_STEPS.format(where=where)},"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         " anchors AS (SELECT id FROM split WHERE NOT hub), hubs AS (SELECT id FROM split WHERE hub),"
         f" {_ENTITY_STEPS.format(where=where, relevance=_relevance(q))}"
     )
     params = _entity_params(project_id, scope, q) | {
-        "names": list(q.entity_names), "top_k": q.entity_top_k, "min_similarity": q.entity_min_similarity,
-    } | _hub_params(size)
+        "names": list(q.entity_names), "top_k": PlanValue(q.entity_top_k), "min_similarity": q.entity_min_similarity,
+    } | hubs.params(size)
     return search_sql.keys(FACTS, conn.execute(sql, params).fetchall())
 
 
@@ -295,21 +305,22 @@ def dated(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q:
         return []
     order = "e.embedding <=> %(embedding)s::vector NULLS LAST, e.id" if q.embedding is not None else RECENT_ORDER
     sql = (
-        "WITH dated AS MATERIALIZED (SELECT f.* FROM unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) r(lo, hi)"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        "WITH dated AS MATERIALIZED (SELECT f.* FROM unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) r(lo, hi)"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         " CROSS JOIN LATERAL (SELECT e.id, e.embedding, e.valid_from, e.created_at FROM memory_entries e"
         f" WHERE {scope_sql(scope)} AND e.valid_from >= r.lo AND e.valid_from < r.hi LIMIT {DATED_CAP}) f LIMIT {DATED_CAP})"
         f" SELECT e.id FROM dated e ORDER BY {order} LIMIT %(depth)s"
     )
     params = scope_params(project_id, scope) | {
-        "starts": [start for start, _ in spans], "ends": [end for _, end in spans], "embedding": q.embedding, "depth": q.depth,
+        "starts": [start for start, _ in spans], "ends": [end for _, end in spans], "embedding": q.embedding,
+        "depth": PlanValue(q.depth),
     }
     return search_sql.keys(FACTS, conn.execute(sql, params).fetchall())
 
 
 def recency(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, limit: int) -> list[ResultKey]:
     """Live facts most recent first (the degraded mode's stand-in for the vector signal)."""
-    sql = f"SELECT e.id FROM memory_entries e WHERE {scope_sql(scope)} ORDER BY {RECENT_ORDER} LIMIT %(limit)s"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-    return search_sql.keys(FACTS, conn.execute(sql, scope_params(project_id, scope) | {"limit": limit}).fetchall())
+    sql = f"SELECT e.id FROM memory_entries e WHERE {scope_sql(scope)} ORDER BY {RECENT_ORDER} LIMIT %(limit)s"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+    return search_sql.keys(FACTS, conn.execute(sql, scope_params(project_id, scope) | {"limit": PlanValue(limit)}).fetchall())
 
 
 def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embedding: Vector | None) -> list[Row]:
@@ -327,7 +338,7 @@ def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> 
     order = "DESC" if direction == "<" else "ASC"
     a = alias
     return (
-        f"SELECT {a}.id FROM memory_entries {a} WHERE {a}.memory_id = {row}.memory_id"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"SELECT {a}.id FROM memory_entries {a} WHERE {a}.memory_id = {row}.memory_id"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" AND {a}.source_conversation_id = {row}.source_conversation_id"
         f" AND ({a}.created_at, {a}.id) {direction} ({row}.created_at, {row}.id) AND {scope_sql(scope, a)}"
         f" ORDER BY {a}.created_at {order}, {a}.id {order} LIMIT %(window)s"
@@ -344,7 +355,7 @@ _SUBJECTS = (
 def _neighbours(scope: MemoryScope) -> str:
     """The live entries within ``%(window)s`` of each of ``%(top)s`` in its conversation."""
     return (
-        " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
         " WHERE c.id = ANY(%(top)b::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
     )
@@ -380,9 +391,9 @@ def episode_rows(
     else:
         order = "ep.occurred_at DESC NULLS LAST, ep.created_at DESC, ep.id DESC"
     sql = (
-        "SELECT ep.id, ep.memory_id, ep.conversation_id, ep.turn_id, ep.occurred_at, ep.transcript,"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        "SELECT ep.id, ep.memory_id, ep.conversation_id, ep.turn_id, ep.occurred_at, ep.transcript,"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" {search_sql.similarity('ep')} AS similarity"
         f" FROM episodes ep WHERE {where} ORDER BY {order} LIMIT %(limit)s"
     )
-    params = scope_params(project_id, scope) | {"embedding": embedding, "limit": limit}
+    params = scope_params(project_id, scope) | {"embedding": embedding, "limit": PlanValue(limit)}
     return conn.execute(sql, params).fetchall()

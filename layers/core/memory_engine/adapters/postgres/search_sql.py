@@ -6,9 +6,11 @@ and the parameters it names) and run the same way for both. What only one side h
 signal and conversation neighbours of facts, the document order of chunks) stays in
 ``search_memories`` / ``search_documents``.
 
-Every statement is built from this module's constants and the scope modules' fixed clauses;
-values (the project, ids, vectors, text) are always bound parameters, hence the ``S608``
-acknowledgements.
+Every statement is built from this module's constants and the scope modules' fixed clauses (hence
+the ``S608`` acknowledgements); values are parameters. Those that decide a statement's plan (the
+scope, the row counts of its ``LIMIT`` s) are marked :class:`lanes.PlanValue` where the parameters
+are made, and a search transaction writes them into the text as literals quoted by psycopg; the
+others (the query's text and vector, ids, statistics) are always bound.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import psycopg
 
 from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres.database import Row
+from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.domain.search_models import DocumentScope, MemoryScope, ResultKey, ScoredKeys, SignalQuery, SourceType
 from memory_engine.domain.vectors import Vector
 
@@ -64,13 +67,13 @@ def similarity(alias: str) -> str:
 
 def tags_match(column: str) -> str:
     """True when a tag of the ``text[]`` ``column`` matches a pattern of ``%(tag_patterns)s`` (LIKE)."""
-    return f"EXISTS (SELECT 1 FROM unnest({column}) tag WHERE tag LIKE ANY(%(tag_patterns)b::text[]))"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+    return f"EXISTS (SELECT 1 FROM unnest({column}) tag WHERE tag LIKE ANY(%(tag_patterns)b::text[]))"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
 
 
 def in_tagged_memories(column: str) -> str:
     """True when the memory id ``column`` names a memory of the project whose own tags match."""
     return (
-        f"{column} IN (SELECT m.id FROM memories m WHERE m.project_id = %(project_id)s"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"{column} IN (SELECT m.id FROM memories m WHERE m.project_id = %(project_id)s"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" AND {tags_match('m.tags')})"
     )
 
@@ -104,24 +107,25 @@ def vector(conn: psycopg.Connection[Any], table: SearchTable, where: str, params
     a = table.alias
     # relaxed_order iterative scans may return rows slightly out of order: re-sort outside.
     sql = (
-        f"SELECT id, distance FROM (SELECT {a}.id, {a}.embedding <=> %(embedding)s::vector AS distance"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"SELECT id, distance FROM (SELECT {a}.id, {a}.embedding <=> %(embedding)s::vector AS distance"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" FROM {table.from_sql} WHERE {where} AND {a}.embedding IS NOT NULL"
         f" ORDER BY {a}.embedding <=> %(embedding)s::vector LIMIT %(depth)s) hits ORDER BY distance, id"
     )
-    rows = conn.execute(sql, params | {"embedding": q.embedding, "depth": q.depth}).fetchall()
+    rows = conn.execute(sql, params | {"embedding": q.embedding, "depth": PlanValue(q.depth)}).fetchall()
     return ScoredKeys(keys(table, rows), [1.0 - float(r["distance"]) for r in rows])
 
 
 def keyword(
     conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params, q: SignalQuery,
     stats: bm25.ScopeStats, column: bm25.ColumnStats, *, hits_from: str | None = None, hits_scope: str | None = None,
+    limits: bm25.KeywordLimits = bm25.KeywordLimits(),
 ) -> ScoredKeys:
     """The ``q.depth`` best rows within ``where`` by BM25 (:mod:`bm25`), with their scores and the
     query's idf map; ``stats`` are the scope's ``(N, avgdl, avgcl)``, ``column`` the table's lexeme shares;
-    ``hits_from``/``hits_scope`` as in :func:`bm25.keyword_sql`."""
+    ``hits_from``/``hits_scope`` and ``limits`` as in :func:`bm25.keyword_sql`."""
     sql = bm25.keyword_sql(table=table.table, alias=table.alias, from_sql=table.from_sql, scope_sql=where,
                            hits_from=hits_from, hits_scope=hits_scope, strict=q.keyword_strict,
-                           local=bm25.counts_locally(stats[0], column))
+                           local=bm25.counts_locally(stats[0], column, limits), limits=limits)
     return bm25.rank(conn, sql, params, source=table.source, table=table.table, q=q, stats=stats, column=column)
 
 
@@ -169,12 +173,12 @@ class ScopedSource(Generic[Scope]):
 
     def keyword(
         self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, q: SignalQuery, stats: bm25.ScopeStats,
-        column: bm25.ColumnStats,
+        column: bm25.ColumnStats, *, limits: bm25.KeywordLimits = bm25.KeywordLimits(),
     ) -> ScoredKeys:
         """The best rows in scope by BM25, with their scores and the query's idf map."""
         hits_from, hits_scope = self.hits(scope) or (None, None)
         return keyword(conn, self.table, self.where(scope), self.params(project_id, scope), q, stats, column,
-                       hits_from=hits_from, hits_scope=hits_scope)
+                       hits_from=hits_from, hits_scope=hits_scope, limits=limits)
 
     def candidate_rows(
         self, conn: psycopg.Connection[Any], project_id: str, scope: Scope, ids: list[str], top: list[str], *,
@@ -197,18 +201,18 @@ def rows_by_id(
     """The result rows of ``ids`` in the project (in no particular order), with ``similarity``."""
     owned = " AND ".join(f"{owner}.project_id = %(project_id)s" for owner in table.owners)
     sql = (
-        f"SELECT {table.row_columns} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"SELECT {table.row_columns} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" WHERE {owned} AND {table.alias}.id = ANY(%(ids)b::text[])"
     )
-    return conn.execute(sql, {"project_id": project_id, "ids": ids, "embedding": embedding}).fetchall()
+    return conn.execute(sql, {"project_id": PlanValue(project_id), "ids": ids, "embedding": embedding}).fetchall()
 
 
 def rows_in_order(
     conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params, *, order: str, limit: int
 ) -> list[Row]:
     """No-query read: the first ``limit`` result rows within ``where`` by ``order``."""
-    sql = f"SELECT {table.row_columns} FROM {table.row_from} WHERE {where} ORDER BY {order} LIMIT %(limit)s"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
-    return conn.execute(sql, params | {"limit": limit, "embedding": None}).fetchall()
+    sql = f"SELECT {table.row_columns} FROM {table.row_from} WHERE {where} ORDER BY {order} LIMIT %(limit)s"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+    return conn.execute(sql, params | {"limit": PlanValue(limit), "embedding": None}).fetchall()
 
 
 def candidate_rows(
@@ -220,10 +224,10 @@ def candidate_rows(
     source's own ``columns``."""
     a = table.alias
     sql = (
-        f"WITH picked AS (SELECT unnest(%(ids)b::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; values are bound parameters
+        f"WITH picked AS (SELECT unnest(%(ids)b::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" SELECT {a}.id, {bm25.score_columns(a, with_bm25=bool(scoring.idfs), context=bm25.has_context(table.table))}, {columns}"
         f" FROM {table.from_sql} WHERE {a}.id IN (SELECT id FROM picked) AND {where}"
     )
-    params = params | {"ids": ids, "top": top, "window": window} | bm25.score_params(
+    params = params | {"ids": ids, "top": top, "window": PlanValue(window)} | bm25.score_params(
         scoring.embedding, scoring.idfs, scoring.avgdl, scoring.avgcl, scoring.known_similarity, scoring.known_bm25)
     return conn.execute(sql, params).fetchall()

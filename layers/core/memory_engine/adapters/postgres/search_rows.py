@@ -1,0 +1,43 @@
+"""A search's result rows as the API's models (the columns of ``search_sql.SearchTable.row_columns``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_engine.adapters.postgres.database import Row
+from memory_engine.domain.search_models import DocumentResult, EntityLink, MemoryResult
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def similarity(row: Row) -> float | None:
+    """A row's ``similarity`` column as a result shows it (6 decimals; None without a vector)."""
+    return _float(row["similarity"])
+
+
+def memory_result(row: Row, *, raw: bool) -> MemoryResult:
+    extra = None
+    if raw:
+        extra = {
+            "subject": row["subject"], "predicate": row["predicate"], "object": row["object"],
+            "confidence": float(row["confidence"]), "source_quote": row["source_quote"],
+            "source_type": row["source_type"], "updated_at": row["updated_at"], "invalidated_at": row["invalidated_at"],
+        }
+    return MemoryResult(
+        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
+        memory_id=row["memory_id"], memory_name=row["memory_name"], tags=list(row["tags"] or []),
+        metadata=row["metadata"], entities=[EntityLink(**link) for link in row["entities"]],
+        valid_from=row["valid_from"], valid_to=row["valid_to"], created_at=row["created_at"],
+        source_conversation_id=row["source_conversation_id"], source_generation_id=row["source_generation_id"],
+        source_event_id=row["source_event_id"], raw=extra,
+    )
+
+
+def document_result(row: Row) -> DocumentResult:
+    return DocumentResult(
+        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
+        document_id=row["document_id"], path=row["path"], title=row["title"], page=row["page"],
+        chunk_index=row["chunk_index"], tags=list(row["tags"] or []), metadata=row["metadata"],
+    )

@@ -1,0 +1,83 @@
+"""What a ranking asks of the search index, and the ranking it gets back (pure).
+
+The service builds a :class:`SearchPlan` (the query as the index sees it, the sources' scopes, the
+fusion config) and hands it to the index in one call
+(:meth:`memory_engine.ports.search.KnowledgeIndex.ranking`); the index runs the signals, reads the
+candidates the plan asks for (:meth:`SearchPlan.expanded` says whose neighbours) and returns
+:func:`fused_ranking` of what it found: data in, data out, no call back into the service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory_engine.domain.fusion import evidence, fuse, top_keys, within_reach
+from memory_engine.domain.relevance import Evidence, relevance
+from memory_engine.domain.rrf import rrf
+from memory_engine.domain.search_config import SearchConfig
+from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey, Scopes, SignalQuery
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """One ranking to run: ``query`` over the sources ``scopes`` selects, fused as ``config`` says
+    (convex fusion over the candidates' features, or RRF of the lists' ranks alone)."""
+
+    query: SignalQuery
+    scopes: Scopes
+    config: SearchConfig
+
+    @property
+    def reads_candidates(self) -> bool:
+        """Whether the ranking reads the listed rows' features (convex fusion); RRF fuses ranks only."""
+        return self.config.fusion != "rrf"
+
+    @property
+    def window(self) -> int:
+        """How many steps around a row of :meth:`expanded` its neighbours are read (0: none)."""
+        return self.config.neighbour_window if self.reads_candidates and self.config.neighbour_weight > 0 else 0
+
+    def expanded(self, lists: RankedLists) -> list[ResultKey]:
+        """The rows whose neighbours are read: the best ``config.neighbour_expand`` of ``lists`` by
+        :func:`memory_engine.domain.fusion.top_keys`, a first ordering before any row is read (none
+        without a :attr:`window`). Given one source's lists alone, it picks that source's best: a
+        superset of the neighbours of the overall best, which :func:`fused_ranking` cuts back."""
+        return top_keys(lists, self.config, self.config.neighbour_expand) if self.window else []
+
+
+@dataclass(frozen=True)
+class RankedRow:
+    """One row of the fused ranking: its fused score (the order), its rank in each list that had it
+    and its evidence (domain/relevance.py; None for RRF, whose rows are scored once read)."""
+
+    key: ResultKey
+    fused: float
+    ranks: dict[ListKey, int]
+    evidence: Evidence | None = None
+
+    @property
+    def estimate(self) -> float:
+        """The row's own relevance estimate (0 without evidence)."""
+        return 0.0 if self.evidence is None else relevance(self.evidence)
+
+
+def fused_ranking(
+    plan: SearchPlan, lists: RankedLists, candidates: dict[ResultKey, Candidate]
+) -> list[RankedRow]:
+    """The whole ranking, best first. Convex fusion (:func:`memory_engine.domain.fusion.fuse`) of
+    ``candidates``, kept to the listed rows and the neighbours of :meth:`SearchPlan.expanded` of all
+    ``lists`` (:func:`memory_engine.domain.fusion.within_reach`: an index may have read the
+    neighbours of each source's own best); or, for RRF, Reciprocal Rank Fusion of ``lists``
+    (``candidates`` unused)."""
+    config = plan.config
+    if not plan.reads_candidates:
+        weights = {name: config.weight(name[1]) for name in lists.lists}
+        return [RankedRow(f.key, f.score, f.ranks) for f in rrf(lists.lists, k=config.rrf_k, weights=weights)]
+    if plan.window:
+        candidates = within_reach(candidates, lists, plan.expanded(lists), plan.window)
+    names = frozenset(plan.query.entity_names) if config.subject_boost else frozenset()
+    found = evidence(lists, candidates)
+    return [
+        RankedRow(s.key, s.score, s.ranks, found[s.key])
+        for s in fuse(lists, candidates, config, names=names, dates=plan.query.dates)
+    ]

@@ -1,0 +1,72 @@
+"""A search plan and the ranking an index returns for it (pure): what is read, what is kept, how it is
+fused; the same function the PostgreSQL index and the service tests' fake call."""
+
+from __future__ import annotations
+
+from memory_engine.domain.fusion import fuse
+from memory_engine.domain.relevance import relevance
+from memory_engine.domain.rrf import rrf
+from memory_engine.domain.search_config import HYBRID, PRESETS, Signal
+from memory_engine.domain.search_models import Candidate, RankedLists, ResultKey, Scopes, SignalQuery
+from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
+
+QUERY = SignalQuery(text="where does Erin live", embedding=None, signals=HYBRID.signals, depth=30)
+SCOPES = Scopes(None, None)
+
+
+def turn(n: int) -> ResultKey:
+    return ("memory", f"t{n}")
+
+
+def conversation() -> tuple[RankedLists, dict[ResultKey, Candidate]]:
+    """Turns t1..t8 of one conversation (each with its previous turns, nearest first); the vector
+    list has t1 then t8, the keyword list t8."""
+    candidates = {turn(n): Candidate(similarity=0.9 if n == 1 else 0.5 if n == 8 else 0.1, bm25=4.0 if n == 8 else 0.0,
+                                     previous=tuple(turn(p) for p in range(n - 1, 0, -1))) for n in range(1, 9)}
+    lists = RankedLists()
+    lists.add(("memory", Signal.VECTOR), [turn(1), turn(8)])
+    lists.scores[("memory", Signal.VECTOR)] = [0.9, 0.5]
+    lists.add(("memory", Signal.KEYWORD), [turn(8)])
+    lists.scores[("memory", Signal.KEYWORD)] = [4.0]
+    return lists, candidates
+
+
+def test_a_plan_reads_the_neighbours_of_its_best_rows_within_its_window() -> None:
+    config = HYBRID.model_copy(update={"neighbour_expand": 1, "neighbour_window": 2})
+    plan = SearchPlan(QUERY, SCOPES, config)
+    lists, _ = conversation()
+    # t8 leads the first ordering (both lists), so only its neighbours are read
+    assert plan.window == 2 and plan.reads_candidates
+    assert plan.expanded(lists) == [turn(8)]
+    # no neighbour weight, or RRF: no neighbour is read
+    assert SearchPlan(QUERY, SCOPES, config.model_copy(update={"neighbour_weight": 0.0})).expanded(lists) == []
+    rrf_plan = SearchPlan(QUERY, SCOPES, PRESETS["rrf_v1"])
+    assert not rrf_plan.reads_candidates and rrf_plan.window == 0 and rrf_plan.expanded(lists) == []
+
+
+def test_the_ranking_keeps_only_the_neighbours_of_the_overall_best() -> None:
+    # Given an index that read every turn (as if t1's neighbours were expanded too)
+    config = HYBRID.model_copy(update={"neighbour_expand": 1, "neighbour_window": 2})
+    plan = SearchPlan(QUERY, SCOPES, config)
+    lists, candidates = conversation()
+    rows = fused_ranking(plan, lists, candidates)
+    # Then the listed turns and those within two of t8 are ranked; t2..t5 (near t1 only) are not
+    assert {row.key for row in rows} == {turn(1), turn(6), turn(7), turn(8)}
+    # And the order, scores and ranks are convex fusion's over those, each row with its evidence
+    kept = {k: c for k, c in candidates.items() if k in {turn(1), turn(6), turn(7), turn(8)}}
+    fused = fuse(lists, kept, config)
+    assert [(r.key, r.fused, r.ranks) for r in rows] == [(s.key, s.score, s.ranks) for s in fused]
+    best = rows[0]
+    assert best.evidence is not None and best.estimate == relevance(best.evidence)
+
+
+def test_an_rrf_plan_fuses_the_lists_ranks_without_reading_rows() -> None:
+    lists, _ = conversation()
+    plan = SearchPlan(QUERY, SCOPES, PRESETS["rrf_v1"])
+    rows = fused_ranking(plan, lists, {})
+    expected = rrf(lists.lists, k=PRESETS["rrf_v1"].rrf_k,
+                   weights={name: PRESETS["rrf_v1"].weight(name[1]) for name in lists.lists})
+    assert [(r.key, r.fused, r.ranks) for r in rows] == [(f.key, f.score, f.ranks) for f in expected]
+    # no evidence until the page's rows are read: no estimate yet
+    assert all(r.evidence is None and r.estimate == 0.0 for r in rows)
+    assert rows[0] == RankedRow(turn(8), rows[0].fused, {("memory", Signal.VECTOR): 2, ("memory", Signal.KEYWORD): 1})
