@@ -21,6 +21,7 @@ from memory_engine.domain.validation import (
     Text,
     Timestamp,
     ValidityWindow,
+    non_blank,
     storable_datetime,
 )
 from memory_engine.errors import InvalidInput, PayloadTooLarge
@@ -134,15 +135,8 @@ class EntityRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Text = Field(min_length=1, max_length=MAX_ENTITY_NAME_CHARS)
+    name: Annotated[Text, non_blank("entity name")] = Field(min_length=1, max_length=MAX_ENTITY_NAME_CHARS)
     type: Text | None = Field(None, max_length=64)
-
-    @field_validator("name")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("entity name must not be blank")
-        return value
 
 
 class EntryEntity(BaseModel):

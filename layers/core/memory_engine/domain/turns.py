@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_engine.domain.events import MAX_ID_CHARS
-from memory_engine.domain.validation import JsonObject, Text, Timestamp
+from memory_engine.domain.validation import JsonObject, Text, Timestamp, non_blank
 from memory_engine.errors import PayloadTooLarge
 
 #: A turn's ``content`` is at most this many bytes of UTF-8 (413 beyond).
@@ -40,16 +40,9 @@ class TurnInput(BaseModel):
 
     turn_id: Text | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
     role: Role
-    content: Text = Field(min_length=1)
+    content: Annotated[Text, non_blank("content")] = Field(min_length=1)
     occurred_at: Timestamp | None = None
     metadata: JsonObject | None = None
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("content must not be blank")
-        return value
 
 
 class TurnsRequest(BaseModel):

@@ -262,6 +262,17 @@ def project_name(name: str) -> str:
     return name
 
 
+def non_blank(what: str) -> AfterValidator:
+    """A field's validator refusing a value of white space only (``"<what> must not be blank"``)."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(f"{what} must not be blank")
+        return value
+
+    return AfterValidator(check)
+
+
 #: An integer of a request body: a JSON ``true`` is not ``1`` (lax validation would read it so,
 #: and the schema says ``integer``), nor is ``2.0``.
 Int = Annotated[int, Strict()]

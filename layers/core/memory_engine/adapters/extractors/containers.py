@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import io
 import zipfile
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, ClassVar
 from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring, iterparse
 
+from memory_engine.domain.documents import Page
 from memory_engine.domain.ingestion_errors import DocumentUnreadable, TooLarge
 from memory_engine.domain.sniffing import CFB_MAGIC
+from memory_engine.ports.extractors import DocumentInfo, Extracted
+from memory_engine.ports.ocr import OcrEngine
 
 MAX_MEMBER_BYTES = 128 * 1024 * 1024
 MAX_TOTAL_BYTES = 256 * 1024 * 1024
@@ -110,6 +114,43 @@ class Container:
 
     def close(self) -> None:
         self.zip.close()
+
+
+class ZipExtractor(ABC):
+    """The extractors of zip packages (Word, PowerPoint, Excel, OpenDocument, EPUB). :meth:`pages` opens
+    the package, reads its :meth:`title` and hands it to the format's :meth:`read`; the package is
+    closed once the pages are read or the reading stops. ``ocr`` is not used."""
+
+    #: The format as a failure names it ("... is not a readable Word document").
+    what: ClassVar[str]
+    #: The part whose ``title`` element is the document's (Office Open XML: the core properties).
+    title_part: ClassVar[str] = "docProps/core.xml"
+
+    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
+        container = Container(data, name=name, what=self.what)
+        info = DocumentInfo(title=self.title(container))
+        return Extracted(_closing(container, self.read(container, name, info)), info)
+
+    def title(self, container: Container) -> str | None:
+        return title_in(container.xml(self.title_part)) if container.has(self.title_part) else None
+
+    @abstractmethod
+    def read(self, container: Container, name: str, info: DocumentInfo) -> Iterator[Page]:
+        """Reads up front what must be there (a broken file fails at the call, as the port asks) and
+        returns the pages, read lazily; ``info`` takes what the reading learns."""
+
+
+def title_in(root: Element) -> str | None:
+    """The text of the first ``title`` element under ``root`` (Dublin Core's ``dc:title``), spaces folded."""
+    return next((" ".join((e.text or "").split()) for e in root.iter()
+                 if ns_local(e.tag) == "title" and (e.text or "").strip()), None)
+
+
+def _closing(container: Container, pages: Iterator[Page]) -> Iterator[Page]:
+    try:
+        yield from pages
+    finally:
+        container.close()
 
 
 class _Bounded(io.RawIOBase):

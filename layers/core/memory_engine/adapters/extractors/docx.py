@@ -15,10 +15,9 @@ import re
 from collections.abc import Iterator
 from xml.etree.ElementTree import Element
 
-from memory_engine.adapters.extractors.containers import Container, ns_local
-from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Extracted, Paginator, table_lines
+from memory_engine.adapters.extractors.containers import Container, ZipExtractor, ns_local
+from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Paginator, table_lines
 from memory_engine.domain.documents import Page
-from memory_engine.ports.ocr import OcrEngine
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
@@ -31,45 +30,31 @@ _SKIPPED = frozenset({"del", "moveFrom", "delText", "instrText", "commentReferen
                       "drawing_fallback", "Fallback"})
 
 
-class DocxExtractor:
+class DocxExtractor(ZipExtractor):
     what = "Word document"
 
-    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
-        """Sections of the document (a page at each heading of level 1-2); ``ocr`` is not used."""
-        container = Container(data, name=name, what=self.what)
-        document = container.xml("word/document.xml")
-        info = DocumentInfo(title=core_title(container))
-        return Extracted(self._read(container, document, info), info)
-
-    def _read(self, container: Container, document: Element, info: DocumentInfo) -> Iterator[Page]:
-        try:
-            styles = _Styles(container)
-            out = Paginator(budget=Budget(info))
-            parts = _related_parts(container)
-            for text in _distinct(_part_text(container, p, styles) for p in parts.get("header", [])):
-                out.block(text)
-            body = document.find(f"{W}body")
-            for element in body if body is not None else []:
-                _block(element, styles, out)
-                yield from out.take()
-            for kind in ("footnotes", "endnotes"):
-                notes = [t for t in (_part_text(container, p, styles) for p in parts.get(kind, [])) if t]
-                for text in notes:
-                    out.block(text)
-            for text in _distinct(_part_text(container, p, styles) for p in parts.get("footer", [])):
-                out.block(text)
-            yield from out.finish()
-        finally:
-            container.close()
+    def read(self, container: Container, name: str, info: DocumentInfo) -> Iterator[Page]:
+        """Sections of the document (a page at each heading of level 1-2)."""
+        return _sections(container, container.xml("word/document.xml"), info)
 
 
-def core_title(container: Container) -> str | None:
-    if not container.has("docProps/core.xml"):
-        return None
-    for element in container.xml("docProps/core.xml"):
-        if ns_local(element.tag) == "title" and (element.text or "").strip():
-            return " ".join((element.text or "").split())
-    return None
+def _sections(container: Container, document: Element, info: DocumentInfo) -> Iterator[Page]:
+    styles = _Styles(container)
+    out = Paginator(budget=Budget(info))
+    parts = _related_parts(container)
+    for text in _distinct(_part_text(container, p, styles) for p in parts.get("header", [])):
+        out.block(text)
+    body = document.find(f"{W}body")
+    for element in body if body is not None else []:
+        _block(element, styles, out)
+        yield from out.take()
+    for kind in ("footnotes", "endnotes"):
+        notes = [t for t in (_part_text(container, p, styles) for p in parts.get(kind, [])) if t]
+        for text in notes:
+            out.block(text)
+    for text in _distinct(_part_text(container, p, styles) for p in parts.get("footer", [])):
+        out.block(text)
+    yield from out.finish()
 
 
 def _related_parts(container: Container) -> dict[str, list[str]]:

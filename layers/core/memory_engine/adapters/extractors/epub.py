@@ -11,25 +11,26 @@ import posixpath
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-from memory_engine.adapters.extractors.containers import Container, ns_local
+from memory_engine.adapters.extractors.containers import Container, ZipExtractor, title_in
 from memory_engine.adapters.extractors.html_page import html_blocks
-from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Extracted
+from memory_engine.adapters.extractors.sections import Budget, DocumentInfo
 from memory_engine.adapters.extractors.text import decode_text
 from memory_engine.domain.documents import MAX_PAGES, Page
 from memory_engine.domain.ingestion_errors import DocumentUnreadable, TooLarge
-from memory_engine.ports.ocr import OcrEngine
 
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 _OPF = "{http://www.idpf.org/2007/opf}"
 _HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/x-dtbook+xml"})
 
 
-class EpubExtractor:
+class EpubExtractor(ZipExtractor):
     what = "EPUB book"
 
-    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
-        """One page per spine item; ``ocr`` is not used."""
-        container = Container(data, name=name, what=self.what)
+    def title(self, container: Container) -> str | None:
+        return None  # the package document's, read with the spine
+
+    def read(self, container: Container, name: str, info: DocumentInfo) -> Iterator[Page]:
+        """One page per spine item."""
         root = container.xml("META-INF/container.xml").find(f"{_CONTAINER}rootfiles/{_CONTAINER}rootfile")
         if root is None or not root.get("full-path"):
             raise DocumentUnreadable(f"{name} is not a complete {self.what}: META-INF/container.xml names no package")
@@ -50,10 +51,8 @@ class EpubExtractor:
         chapters = linear + later
         if len(chapters) > MAX_PAGES:
             raise TooLarge(f"{name} has {len(chapters)} chapters; the limit is {MAX_PAGES}: split it")
-        title = next((" ".join((e.text or "").split()) for e in package.iter()
-                      if ns_local(e.tag) == "title" and (e.text or "").strip()), None)
-        info = DocumentInfo(title=title)
-        return Extracted(self._read(container, chapters, info, name), info)
+        info.title = title_in(package)
+        return self._read(container, chapters, info, name)
 
     @staticmethod
     def _read(container: Container, chapters: list[str], info: DocumentInfo, name: str) -> Iterator[Page]:
@@ -67,5 +66,4 @@ class EpubExtractor:
                 yield from html_blocks(markup, chapter_info, main_content=False, number=number, budget=budget,
                                        title_heading=False)
         finally:
-            container.close()
             info.notes.extend(chapter_info.notes)

@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from xml.etree.ElementTree import Element
 
-from memory_engine.adapters.extractors.containers import Container, ns_local
-from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Extracted, Paginator, table_lines
+from memory_engine.adapters.extractors.containers import Container, ZipExtractor, ns_local
+from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Paginator, table_lines
 from memory_engine.domain.documents import Page
-from memory_engine.ports.ocr import OcrEngine
 
 TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
@@ -30,42 +29,29 @@ _SKIPPED = frozenset({"tracked-changes", "annotation", "annotation-end", "note",
 _TITLE_STYLES = {"Title": 1, "Subtitle": 2}
 
 
-class OdtExtractor:
+class OdtExtractor(ZipExtractor):
     what = "OpenDocument text"
+    title_part = "meta.xml"
 
-    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
-        """Sections of the document (a page at each heading of level 1-2); ``ocr`` is not used."""
-        container = Container(data, name=name, what=self.what)
-        content = container.xml("content.xml")
-        info = DocumentInfo(title=_title(container))
-        return Extracted(self._read(container, content, info), info)
-
-    def _read(self, container: Container, content: Element, info: DocumentInfo) -> Iterator[Page]:
-        try:
-            headers, footers = _page_furniture(container)
-            out = Paginator(budget=Budget(info))
-            for text in headers:
-                out.block(text)
-            notes: list[str] = []
-            for body in content.iter(f"{OFFICE}text"):
-                for element in body:
-                    _block(element, out, 0)
-                    yield from out.take()
-                notes.extend(inline(n) for n in body.iter(f"{TEXT}note-body"))
-            for text in [n for n in notes if n] + footers:
-                out.block(text)
-            yield from out.finish()
-        finally:
-            container.close()
+    def read(self, container: Container, name: str, info: DocumentInfo) -> Iterator[Page]:
+        """Sections of the document (a page at each heading of level 1-2)."""
+        return _sections(container, container.xml("content.xml"), info)
 
 
-def _title(container: Container) -> str | None:
-    if not container.has("meta.xml"):
-        return None
-    for element in container.xml("meta.xml").iter():
-        if ns_local(element.tag) == "title" and (element.text or "").strip():
-            return " ".join((element.text or "").split())
-    return None
+def _sections(container: Container, content: Element, info: DocumentInfo) -> Iterator[Page]:
+    headers, footers = _page_furniture(container)
+    out = Paginator(budget=Budget(info))
+    for text in headers:
+        out.block(text)
+    notes: list[str] = []
+    for body in content.iter(f"{OFFICE}text"):
+        for element in body:
+            _block(element, out, 0)
+            yield from out.take()
+        notes.extend(inline(n) for n in body.iter(f"{TEXT}note-body"))
+    for text in [n for n in notes if n] + footers:
+        out.block(text)
+    yield from out.finish()
 
 
 def _page_furniture(container: Container) -> tuple[list[str], list[str]]:

@@ -12,12 +12,10 @@ import posixpath
 from collections.abc import Iterator
 from xml.etree.ElementTree import Element
 
-from memory_engine.adapters.extractors.containers import Container, ns_local
-from memory_engine.adapters.extractors.docx import core_title
-from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Extracted, Paginator, table_lines
+from memory_engine.adapters.extractors.containers import Container, ZipExtractor, ns_local
+from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Paginator, table_lines
 from memory_engine.domain.documents import MAX_PAGES, Page
 from memory_engine.domain.ingestion_errors import TooLarge
-from memory_engine.ports.ocr import OcrEngine
 
 P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
@@ -43,46 +41,41 @@ def relationships(container: Container, part: str) -> dict[str, tuple[str, str]]
     return found
 
 
-class PptxExtractor:
+class PptxExtractor(ZipExtractor):
     what = "PowerPoint presentation"
 
-    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
-        """One page per slide (its number); ``ocr`` is not used."""
-        container = Container(data, name=name, what=self.what)
+    def read(self, container: Container, name: str, info: DocumentInfo) -> Iterator[Page]:
+        """One page per slide (its number)."""
         presentation = container.xml("ppt/presentation.xml")
         rels = relationships(container, "ppt/presentation.xml")
         slides = [rels[sid.get(f"{_R}id", "")][1] for sid in presentation.iter(f"{P}sldId")
                   if sid.get(f"{_R}id", "") in rels]
         if len(slides) > MAX_PAGES:
             raise TooLarge(f"{name} has {len(slides)} slides; the limit is {MAX_PAGES}: split it")
-        info = DocumentInfo(title=core_title(container))
-        return Extracted(self._read(container, slides, info), info)
+        return _slides(container, slides, Budget(info))
 
-    def _read(self, container: Container, slides: list[str], info: DocumentInfo) -> Iterator[Page]:
-        budget = Budget(info)
-        try:
-            for number, part in enumerate(slides, start=1):
-                if not container.has(part):
-                    continue
-                out = Paginator(number=number, budget=budget, split_level=0)
-                slide = container.xml(part)
-                if slide.get("show") == "0":
-                    out.block("(hidden slide)")
-                tree = slide.find(f"{P}cSld/{P}spTree")
-                if tree is not None:
-                    _shapes(tree, out)
-                notes = [p for kind, p in relationships(container, part).values() if kind == "notesSlide"]
-                if notes and container.has(notes[0]):
-                    note_out = Paginator(limit=10**9)
-                    note_tree = container.xml(notes[0]).find(f"{P}cSld/{P}spTree")
-                    if note_tree is not None:
-                        _shapes(note_tree, note_out, notes=True)
-                    text = "\n".join(p.text for p in note_out.finish())
-                    if text.strip():
-                        out.block("Speaker notes:\n" + text)
-                yield from out.finish()
-        finally:
-            container.close()
+
+def _slides(container: Container, slides: list[str], budget: Budget) -> Iterator[Page]:
+    for number, part in enumerate(slides, start=1):
+        if not container.has(part):
+            continue
+        out = Paginator(number=number, budget=budget, split_level=0)
+        slide = container.xml(part)
+        if slide.get("show") == "0":
+            out.block("(hidden slide)")
+        tree = slide.find(f"{P}cSld/{P}spTree")
+        if tree is not None:
+            _shapes(tree, out)
+        notes = [p for kind, p in relationships(container, part).values() if kind == "notesSlide"]
+        if notes and container.has(notes[0]):
+            note_out = Paginator(limit=10**9)
+            note_tree = container.xml(notes[0]).find(f"{P}cSld/{P}spTree")
+            if note_tree is not None:
+                _shapes(note_tree, note_out, notes=True)
+            text = "\n".join(p.text for p in note_out.finish())
+            if text.strip():
+                out.block("Speaker notes:\n" + text)
+        yield from out.finish()
 
 
 def _shapes(tree: Element, out: Paginator, *, notes: bool = False) -> None:

@@ -18,12 +18,10 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from xml.etree.ElementTree import Element
 
-from memory_engine.adapters.extractors.containers import Container, ns_local
-from memory_engine.adapters.extractors.docx import core_title
+from memory_engine.adapters.extractors.containers import Container, ZipExtractor, ns_local
 from memory_engine.adapters.extractors.pptx import relationships
-from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Extracted, Paginator, table_lines
+from memory_engine.adapters.extractors.sections import Budget, DocumentInfo, Paginator, table_lines
 from memory_engine.domain.documents import Page
-from memory_engine.ports.ocr import OcrEngine
 
 S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
@@ -37,22 +35,20 @@ _DATE_CODE = re.compile(r"(?<!\\)[dmyhs]", re.I)
 _COLUMN = re.compile(r"[A-Z]+")
 
 
-class XlsxExtractor:
+class XlsxExtractor(ZipExtractor):
     what = "Excel workbook"
 
-    def pages(self, data: bytes, *, name: str, ocr: OcrEngine | None = None) -> Iterator[Page]:
-        """One page per sheet (more for a long sheet); ``ocr`` is not used."""
-        container = Container(data, name=name, what=self.what)
+    def read(self, container: Container, name: str, info: DocumentInfo) -> Iterator[Page]:
+        """One page per sheet (more for a long sheet)."""
         workbook = container.xml("xl/workbook.xml")
         rels = relationships(container, "xl/workbook.xml")
         sheets = [(s.get("name", f"Sheet {i}"), rels[s.get(f"{_R}id", "")][1])
                   for i, s in enumerate(workbook.iter(f"{S}sheet"), start=1) if s.get(f"{_R}id", "") in rels]
-        info = DocumentInfo(title=core_title(container))
         strings = _shared_strings(container, rels)
         dates = _date_styles(container, rels)
         epoch = datetime(1904, 1, 1) if any(p.get("date1904") in ("1", "true") for p in workbook.iter(f"{S}workbookPr")) \
             else datetime(1899, 12, 30)
-        return Extracted(_Reader(container, strings, dates, epoch, info).read(sheets), info)
+        return _Reader(container, strings, dates, epoch, info).read(sheets)
 
 
 def _shared_strings(container: Container, rels: dict[str, tuple[str, str]]) -> list[str]:
@@ -106,16 +102,13 @@ class _Reader:
 
     def read(self, sheets: list[tuple[str, str]]) -> Iterator[Page]:
         budget = Budget(self.info)
-        try:
-            for number, (name, part) in enumerate(sheets, start=1):
-                if not self.container.has(part):
-                    continue
-                if self.cells >= MAX_CELLS:
-                    self.info.notes.append(f"sheet {name!r} not read: the workbook passed {MAX_CELLS:,} cells")
-                    continue
-                yield from self._sheet(number, name, part, budget)
-        finally:
-            self.container.close()
+        for number, (name, part) in enumerate(sheets, start=1):
+            if not self.container.has(part):
+                continue
+            if self.cells >= MAX_CELLS:
+                self.info.notes.append(f"sheet {name!r} not read: the workbook passed {MAX_CELLS:,} cells")
+                continue
+            yield from self._sheet(number, name, part, budget)
 
     def _sheet(self, number: int, name: str, part: str, budget: Budget) -> Iterator[Page]:
         out = Paginator(number=number, budget=budget, split_level=0)

@@ -23,6 +23,22 @@ _MEMORY_COLUMNS = "id, project_id, name, description, tags, metadata, default_tt
 #: The memory rows of unfinished imports of one exported memory.
 _PARTIAL = ("metadata->>'import_status' = 'partial' AND metadata->'imported_from'->>'id' = %s AND project_id = %s")
 
+_UPSERT_ENTITY = (
+    "INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)"
+    " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (project_id, name) DO UPDATE"
+    " SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)"
+)
+_INSERT_ENTRY = (
+    "INSERT INTO memory_entries (id, project_id, memory_id, content, source_type, tags, metadata, embedding,"
+    " subject, predicate, object, confidence, source_quote, context, valid_from, valid_to,"
+    " source_conversation_id, source_generation_id, source_event_id, invalidated_at, invalidation_reason,"
+    " expires_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s,"
+    " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+#: An imported entry's link to an entity of the project, by the entity's name.
+_LINK_ENTITY = ("INSERT INTO entry_entities (entry_id, entity_id, role)"
+                " SELECT %s, n.id, %s FROM entities n WHERE n.project_id = %s AND n.name = %s ON CONFLICT DO NOTHING")
+
 
 class PostgresImporter:
     """Implements :class:`memory_engine.ports.lifecycle.ImportRepository`. Inside
@@ -79,36 +95,21 @@ class PostgresImporter:
         return Memory(**row)
 
     def upsert_entities(self, project_id: str, entities: Sequence[ImportedEntity]) -> None:
-        if not entities:
-            return
-        with self._connection() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (project_id, name) DO UPDATE"
-                " SET type = coalesce(x.type, EXCLUDED.type), embedding = coalesce(x.embedding, EXCLUDED.embedding)",
-                [(ids.new_id(ids.ENTITY), project_id, e.key, e.display_name, e.type, vector_text(e.embedding))
-                 for e in entities],
-            )
+        self._write_many((_UPSERT_ENTITY, [(ids.new_id(ids.ENTITY), project_id, e.key, e.display_name, e.type,
+                                            vector_text(e.embedding)) for e in entities]))
 
     def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None:
-        if not entries:
+        self._write_many((_INSERT_ENTRY, [_entry_row(project_id, memory_id, i) for i in entries]),
+                         (_LINK_ENTITY, [(i.entry.id, role, project_id, key) for i in entries for key, role in i.links]))
+
+    def _write_many(self, *batches: tuple[str, list[tuple[Any, ...]]]) -> None:
+        """Each statement over each of its rows, in order, on one connection; a statement without rows is skipped."""
+        batches = tuple((statement, rows) for statement, rows in batches if rows)
+        if not batches:
             return
         with self._connection() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_entries (id, project_id, memory_id, content, source_type, tags, metadata, embedding,"
-                " subject, predicate, object, confidence, source_quote, context, valid_from, valid_to,"
-                " source_conversation_id, source_generation_id, source_event_id, invalidated_at, invalidation_reason,"
-                " expires_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s,"
-                " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [_entry_row(project_id, memory_id, i) for i in entries],
-            )
-            links = [(i.entry.id, project_id, key, role) for i in entries for key, role in i.links]
-            if links:
-                cur.executemany(
-                    "INSERT INTO entry_entities (entry_id, entity_id, role)"
-                    " SELECT %s, n.id, %s FROM entities n WHERE n.project_id = %s AND n.name = %s ON CONFLICT DO NOTHING",
-                    [(entry_id, role, p, key) for entry_id, p, key, role in links],
-                )
+            for statement, rows in batches:
+                cur.executemany(statement, rows)
 
     def link_superseded(self, project_id: str, pairs: Sequence[tuple[str, str]]) -> None:
         """``(entry id, id of the entry that superseded it)``, both new ids."""
