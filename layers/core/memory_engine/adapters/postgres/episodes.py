@@ -13,7 +13,7 @@ from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.cursor import Cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
-from memory_engine.ports.episodes import Episode, EpisodeHit, NewEpisode
+from memory_engine.ports.episodes import Episode, EpisodeHit, EpisodeWindow, NewEpisode
 
 _COLUMNS = (
     "id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at, transcript, messages, created_at,"
@@ -40,10 +40,11 @@ def _episode(row: dict[str, Any]) -> Episode:
     )
 
 
-def _insert(conn: Connection[Any], episode: NewEpisode, embedding: Vector | None) -> Any:
-    """The episode's row, or None when its event was stored before (idempotent by ``event_id``) or
-    the memory is not in the project."""
-    return conn.execute(
+def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> Any:
+    """The episode's row with its vector ``windows``, or None when its event was stored before
+    (idempotent by ``event_id``) or the memory is not in the project."""
+    embedding = windows[0].embedding if windows else None
+    row = conn.execute(
         f"""
         INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
                               transcript, messages, embedding)
@@ -60,6 +61,23 @@ def _insert(conn: Connection[Any], episode: NewEpisode, embedding: Vector | None
             "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
         },
     ).fetchone()
+    if row is not None:
+        _write_windows(conn, row, windows)
+    return row
+
+
+def _write_windows(conn: Connection[Any], row: dict[str, Any], windows: Sequence[EpisodeWindow]) -> None:
+    """The episode ``row``'s vector windows (its scope columns copied), replacing any it had."""
+    conn.execute("DELETE FROM episode_windows WHERE episode_id = %s", (row["id"],))
+    if not windows:
+        return
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO episode_windows (episode_id, window_index, project_id, memory_id, occurred_at, start_char,"
+            " end_char, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [(row["id"], i, row["project_id"], row["memory_id"], row["occurred_at"], w.start, w.end, w.embedding)
+             for i, w in enumerate(windows)],
+        )
 
 
 class PostgresEpisodeRepository:
@@ -68,10 +86,10 @@ class PostgresEpisodeRepository:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def store(self, episode: NewEpisode, embedding: Vector | None) -> tuple[Episode, bool]:
+    def store(self, episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> tuple[Episode, bool]:
         """Raises NotFound when the memory is not in the project."""
-        with self._db.connection() as conn:
-            row = _insert(conn, episode, embedding)
+        with self._db.connection() as conn, conn.transaction():
+            row = _insert(conn, episode, windows)
         if row is not None:
             return _episode(row), True
         existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
@@ -79,11 +97,15 @@ class PostgresEpisodeRepository:
             raise NotFound(f"memory {episode.memory_id} not found")
         return existing, False
 
-    def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None:
-        with self._db.connection() as conn:
-            conn.execute(
-                "UPDATE episodes SET embedding = %s WHERE project_id = %s AND id = %s", (embedding, project_id, episode_id)
-            )
+    def set_windows(self, project_id: str, episode_id: str, windows: Sequence[EpisodeWindow]) -> None:
+        with self._db.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "UPDATE episodes SET embedding = %s WHERE project_id = %s AND id = %s"
+                " RETURNING id, project_id, memory_id, occurred_at",
+                (windows[0].embedding if windows else None, project_id, episode_id),
+            ).fetchone()
+            if row is not None:
+                _write_windows(conn, row, windows)
 
     def get(self, project_id: str, episode_id: str) -> Episode | None:
         return self._one_by("id", project_id, episode_id)
@@ -102,12 +124,14 @@ class PostgresEpisodeRepository:
             " ORDER BY occurred_at, created_at, id", (project_id, conversation_id))
         return [_episode(row) for row in rows]
 
-    def store_turns(self, episodes: Sequence[NewEpisode], embeddings: Sequence[Vector | None]) -> list[tuple[Episode, bool]]:
+    def store_turns(
+        self, episodes: Sequence[NewEpisode], windows: Sequence[Sequence[EpisodeWindow]]
+    ) -> list[tuple[Episode, bool]]:
         """One transaction; raises NotFound when the memory is not in the project."""
         out: list[tuple[Episode, bool]] = []
         with self._db.connection() as conn, conn.transaction():
-            for episode, embedding in zip(episodes, embeddings, strict=True):
-                row = _insert(conn, episode, embedding)
+            for episode, own in zip(episodes, windows, strict=True):
+                row = _insert(conn, episode, own)
                 if row is not None:
                     out.append((_episode(row), True))
                     continue
