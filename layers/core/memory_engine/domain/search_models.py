@@ -51,7 +51,12 @@ class SearchRequest(BaseModel):
     min_confidence: Float = Field(0.5, ge=0.0, le=1.0)
     as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
-    include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list)
+    include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list, description=(
+        "`raw`: each fact's extraction fields; `episodes`: the searched memories' conversation turns (episodes, "
+        "as `POST /v1/memories/{memory_id}/turns` and `turn.completed` events record them) join the ranking as "
+        "results with `source_type: \"episode\"`, found by every signal over the whole turn (BM25 over its full "
+        "text, vectors over windows that cover it), `content` the passage that matched; `synthesis`: a short "
+        "prose summary of the results by the chat model"))
     render: bool = False
     preset: PresetName | None = Field(None, description=(
         "a named search config (domain/search_config.py), default `hybrid`; `vector_only` ranks by cosine "
