@@ -94,9 +94,9 @@ class MemoryEngineMemoryBlock(BaseMemoryBlock[str]):
             return ""
         found = await self.client.search(query, memory_ids=[self.memory_id], limit=self.limit,
                                          include=["episodes"])
-        lines = [f"- {r.content}" for r in found.results]
-        lines += [f"- (said earlier) {e.transcript}" for e in (found.episodes or [])[:self.limit]]
-        return "\n".join(lines)
+        # past turns are ranked with the facts (source_type "episode"), each by the passage that matched
+        return "\n".join(f"- {'(said earlier) ' if isinstance(r, m.EpisodeSearchResult) else ''}{r.content}"
+                         for r in found.results)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         by_conversation: dict[str, list[dict[str, Any]]] = {}
