@@ -184,3 +184,12 @@ def test_windows_cover_the_whole_turn(container: Container, world: dict[str, Any
     transcript = rows[0]["transcript"]
     assert [(r["start_char"], r["end_char"]) for r in rows] == window_spans(transcript)
     assert rows[0]["start_char"] == 0 and rows[-1]["end_char"] == len(transcript)
+
+
+def test_as_of_reads_the_turns_said_by_then(api: ApiClient, world: dict[str, Any]) -> None:
+    before = search(api, query="where is Ingrid moving?", memory_ids=[world["chat"]], include=["episodes"],
+                    as_of="2024-03-01T10:02:30Z", min_score=0)
+    earlier = search(api, query="where is Ingrid moving?", memory_ids=[world["chat"]], include=["episodes"],
+                     as_of="2024-03-01T10:01:30Z", min_score=0)
+    assert world["short"] in {r["id"] for r in episodes_of(before)}
+    assert {r["id"] for r in episodes_of(earlier)} <= {world["keyword"], world["vector"]}, earlier
