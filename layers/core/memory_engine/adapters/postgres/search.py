@@ -149,10 +149,13 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     # --- ranking ---------------------------------------------------------------------------
     def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes) -> dict[ListKey, Task]:
         tasks: dict[ListKey, Task] = {}
-        for source, (side, scope) in _scoped(scopes).items():
-            if Signal.VECTOR in q.signals and q.embedding is not None:
+        # the lists in this order, signal by signal (RRF breaks ties by first appearance in it)
+        sides = _scoped(scopes)
+        if Signal.VECTOR in q.signals and q.embedding is not None:
+            for source, (side, scope) in sides.items():
                 tasks[source, Signal.VECTOR] = partial(side.vector, project_id=project_id, scope=scope, q=q)
-            if Signal.KEYWORD in q.signals and q.text is not None:
+        if Signal.KEYWORD in q.signals and q.text is not None:
+            for source, (_, scope) in sides.items():
                 tasks[source, Signal.KEYWORD] = partial(self._keyword_task, source=source, project_id=project_id,
                                                         scope=scope, q=q)
         m = scopes.memories
