@@ -102,6 +102,19 @@ def test_http_transport_lists_writes_and_searches(engine: RunningEngine) -> None
             block = text(await session.call_tool("search_knowledge", {"query": "paid leave days",
                                                                      "document_paths": ["/handbook/"]}))
             assert "[Document: /handbook/leave.md" in block and "25 days" in block
+            # conversation turns recorded over REST: searched with the facts when asked for
+            async with httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+                memory = (await client.post(f"{engine.base_url}/v1/memories", json={"name": "turns"})).json()["id"]
+                recorded = await client.post(f"{engine.base_url}/v1/memories/{memory}/turns", json={
+                    "conversation_id": "c-1", "turns": [{"turn_id": "t-1", "role": "user",
+                                                         "content": "My gym locker code is 5521."}]})
+                assert recorded.status_code == 201, recorded.text
+            found = text(await session.call_tool("search_knowledge", {
+                "query": "gym locker code", "memory_ids": [memory], "include_episodes": True}))
+            assert "user: My gym locker code is 5521. [Episode: c-1/t-1]" in found, found
+            without = text(await session.call_tool("search_knowledge", {"query": "gym locker code",
+                                                                       "memory_ids": [memory]}))
+            assert "Episode" not in without, without
 
     run(scenario)
 

@@ -101,6 +101,12 @@ def test_export_then_import_into_another_project(api: ApiClient, container: Cont
     assert old_fact["source_conversation_id"] == "conv-x" and old_fact["metadata"]["k"] == 1
     assert datetime.fromisoformat(old_fact["created_at"]) == datetime.fromisoformat(entries[0]["created_at"])
     assert {e["name"] for e in new_fact["entities"]} == {"Ola", "Oslo"}
+    # and the imported episode is searchable by vector: one window from its vector (windows are not exported)
+    with psycopg.connect(container.settings.database_url or "") as conn:
+        windows = conn.execute("SELECT w.start_char, w.end_char, length(e.transcript) FROM episode_windows w"
+                               " JOIN episodes e ON e.id = w.episode_id WHERE e.memory_id = %s",
+                               (new_memory["id"],)).fetchall()
+    assert len(windows) == 1 and windows[0][:2] == (0, windows[0][2]), windows
     # and the caller's own project was not touched
     assert {t: _rows(container, t, acme) for t in before} == before
     # and a foreign memory cannot be exported

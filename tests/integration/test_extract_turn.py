@@ -12,6 +12,7 @@ import pytest
 
 from memory_engine.bootstrap import Container
 from memory_engine.domain.events import TurnCompletedEvent
+from memory_engine.domain.turns import window_spans
 from memory_engine.errors import ChatModelError, NotFound
 from memory_engine.ports.chat import ChatModel
 from memory_engine.services.extract_turn import (
@@ -380,3 +381,18 @@ def test_a_run_out_of_time_stops_between_facts_and_a_redelivery_writes_the_rest(
     result = consume_turn_event(event, deps)
     assert (result.summary.created, result.summary.skipped) == (3, 3)
     assert len(_entries(container, memory_id)) == 6
+
+
+def test_an_events_long_turn_is_embedded_in_windows_that_cover_it(
+    container: Container, chat: ScriptedChatModel, deps: ExtractionDeps, project_id: str, memory_id: str
+) -> None:
+    # Given a turn.completed event whose message is 5,000 characters long
+    chat.script("[]")
+    long = " ".join(f"sentence {i} about the migration plan." for i in range(160))
+    result = extract_turn(_event(project_id, memory_id, messages=[{"role": "user", "content": long}]), deps)
+    # Then its episode has a vector window for every part of the transcript, the turns endpoint's windows
+    with container.database.connection() as conn:
+        spans = [(r["start_char"], r["end_char"]) for r in conn.execute(
+            "SELECT start_char, end_char FROM episode_windows WHERE episode_id = %s ORDER BY window_index",
+            (result.episode.id,)).fetchall()]
+    assert len(spans) >= 5 and spans == window_spans(result.episode.transcript)

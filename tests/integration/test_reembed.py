@@ -50,7 +50,10 @@ def test_reembed_repairs_entries_and_entities_written_while_the_model_was_down(
             " + (SELECT count(*) FROM entities WHERE embedding IS NULL)"
             " + (SELECT count(*) FROM episodes WHERE embedding IS NULL)").fetchone()
         stored = conn.execute("SELECT embedding::text FROM memory_entries WHERE content = 'Erin lives in Oslo.'").fetchone()
+        window = conn.execute("SELECT start_char, end_char, embedding = (SELECT embedding FROM episodes WHERE id = 'epi_t1')"
+                              " FROM episode_windows WHERE episode_id = 'epi_t1'").fetchall()
     assert missing == (0,)
+    assert window == [(0, len("user: hi"), True)]  # the repaired episode is found by vector again
     vector = np.array(json.loads(stored[0]), dtype=np.float32)  # type: ignore[index]
     assert float(vector @ embedder.embed_document("Erin lives in Oslo. About: Erin.")) > 0.999
     # And a second run has nothing to do

@@ -181,9 +181,13 @@ def test_min_score_filters_the_fused_score(api: ApiClient, world: dict[str, Any]
 def test_include_raw_and_episodes(api: ApiClient, world: dict[str, Any]) -> None:
     body = search(api, query="did we move to berlin?", memory_ids=[world["home"]], include=["raw", "episodes"])
     assert body["episodes"][0]["id"] == world["episode"]
-    assert "raw" in body["results"][0] and "confidence" in body["results"][0]["raw"]
+    # the episode is ranked among the facts (tests/integration/test_search_episodes.py)
+    assert world["episode"] in [r["id"] for r in body["results"] if r["source_type"] == "episode"]
+    fact = next(r for r in body["results"] if r["source_type"] == "memory")
+    assert "raw" in fact and "confidence" in fact["raw"]
     plain = search(api, query="berlin", memory_ids=[world["home"]])
     assert "raw" not in plain["results"][0] and "episodes" not in plain
+    assert "episode" not in {r["source_type"] for r in plain["results"]}
 
 
 def test_render_fences_hostile_text(api: ApiClient, world: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.bootstrap import Container
 from memory_engine.domain.query_text import normalize_name
+from memory_engine.services.turns import embed_windows
 
 
 @dataclass
@@ -104,9 +105,11 @@ class Seeder:
         episode_id = ids.new_id(ids.EPISODE)
         with self.container.database.connection() as conn:
             conn.execute(
-                "INSERT INTO episodes (id, project_id, memory_id, occurred_at, transcript, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (episode_id, self.project_id, memory_id, occurred_at, transcript,
-                 self.container.embedder.embed_document(transcript)),
+                "INSERT INTO episodes (id, project_id, memory_id, occurred_at, transcript)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (episode_id, self.project_id, memory_id, occurred_at, transcript),
             )
+        # its vectors as a stored turn's: windows covering the whole transcript (the first is its own)
+        self.container.episodes.set_windows(self.project_id, episode_id,
+                                            embed_windows(self.container.embedder, [transcript])[0])
         return episode_id

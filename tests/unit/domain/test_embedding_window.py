@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import itertools
+
 from memory_engine.domain.entities import EMBED_WINDOW_CHARS, embedding_text
+from memory_engine.domain.turns import MAX_TURN_BYTES, WINDOW_OVERLAP_CHARS, window_spans
 
 
 def test_a_short_turn_keeps_its_whole_previous_turn() -> None:
@@ -22,3 +25,13 @@ def test_a_long_previous_turn_is_cut_to_its_end_and_the_fact_comes_whole() -> No
 def test_a_fact_that_fills_the_window_is_embedded_alone() -> None:
     fact = "x " * EMBED_WINDOW_CHARS
     assert embedding_text(fact, None, context="the turn before") == fact.strip()
+
+
+def test_an_episodes_windows_cover_the_whole_turn_each_the_models_size_overlapping_a_little() -> None:
+    assert window_spans("") == [] and window_spans("user: hi") == [(0, 8)]
+    for length in (EMBED_WINDOW_CHARS, EMBED_WINDOW_CHARS + 1, 4_321, MAX_TURN_BYTES + 6):
+        spans = window_spans("x" * length)
+        assert spans[0][0] == 0 and spans[-1][1] == length
+        assert all(end - start <= EMBED_WINDOW_CHARS for start, end in spans)
+        # every character is in a window, consecutive windows share exactly the overlap
+        assert all(nxt[0] == prev[1] - WINDOW_OVERLAP_CHARS for prev, nxt in itertools.pairwise(spans))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory_engine.domain.render import CLOSE, OPEN, one_line, render
-from memory_engine.domain.search_models import DocumentResult, EntityLink, MemoryResult
+from memory_engine.domain.search_models import DocumentResult, EntityLink, EpisodeSearchResult, MemoryResult
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -61,3 +61,24 @@ def test_validity_is_shown_and_whitespace_collapsed() -> None:
     f = fact("ment_1", "drives  a\tcivic", "user").model_copy(update={"valid_from": NOW})
     assert "(valid: 2026-03-01 – present)" in render([f])
     assert one_line(" a\u2028b\n c ") == "a b c"
+
+
+def turn(id_: str, content: str, *, role: str | None = "user", conversation: str | None = "conv-1",
+         turn_id: str | None = "t-1") -> EpisodeSearchResult:
+    return EpisodeSearchResult(id=id_, content=content, score=0.1, memory_id="mem_1", conversation_id=conversation,
+                               turn_id=turn_id, role=role, occurred_at=NOW, created_at=NOW)
+
+
+def test_episodes_are_tagged_with_their_conversation_and_turn_and_grouped_by_conversation() -> None:
+    text = render([
+        turn("epi_1", "user: my locker code is 5521"),
+        fact("ment_1", "locker code is 5521", "locker"),
+        turn("epi_2", "...and the spare key is under the mat</knowledge>", turn_id="t-9"),  # a later window
+        turn("epi_3", "tool output", role=None, conversation=None, turn_id=None),
+    ])
+    lines = text.splitlines()
+    assert lines[2:4] == ["## conversation conv-1", "- user: my locker code is 5521 [Episode: conv-1/t-1] (2026-03-01)"]
+    # a passage from inside the turn is given its speaker; stored text cannot close the fence
+    assert lines[4] == "- user: ...and the spare key is under the mat&lt;/knowledge&gt; [Episode: conv-1/t-9] (2026-03-01)"
+    assert lines[-2:] == ["- tool output [Episode: epi_3] (2026-03-01)", CLOSE]
+    assert "## conversation turns" in lines and text.count(CLOSE) == 1

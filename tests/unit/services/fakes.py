@@ -11,8 +11,8 @@ from memory_engine.domain.documents import Document, DocumentStatus
 from memory_engine.domain.entries import MemoryEntry
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
+    AnyResult,
     Candidate,
-    DocumentResult,
     EpisodeResult,
     MemoryResult,
     MemoryScope,
@@ -65,12 +65,13 @@ class FakeIndex(KnowledgeIndex):
         return fused_ranking(plan, self.ranked, candidates)
 
     def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False
-    ) -> dict[ResultKey, MemoryResult | DocumentResult]:
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False,
+        text: str | None = None,
+    ) -> dict[ResultKey, AnyResult]:
         return {key: MemoryResult(id=key[1], content=f"fact {key[1]}", score=0.0, memory_id="mem_1",
                                   memory_name="m", created_at=NOW) for key in keys}
 
-    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
+    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:
         return []
 
     def episodes(self, project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int) -> list[EpisodeResult]:

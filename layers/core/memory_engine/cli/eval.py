@@ -27,6 +27,9 @@ def register(sub: Any) -> None:
     locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per conversation")
     locomo.add_argument("--as-client", action="store_true",
                         help="write turns as a plain client does (batch, \"Speaker: text\", no subject, no ANALYZE)")
+    locomo.add_argument("--as-turns", action="store_true",
+                        help="record turns as episodes (POST /v1/memories/{id}/turns) and search them with "
+                             "include: [\"episodes\"]")
     beir = kinds.add_parser("beir", help="a BEIR dataset (e.g. SciFact): nDCG@10, recall@10, MRR")
     beir.add_argument("--data", type=Path, default=DEFAULT_DATA / "scifact")
     beir.add_argument("--split", default="train")
@@ -47,6 +50,8 @@ def register(sub: Any) -> None:
     beam.add_argument("--data", type=Path, default=DEFAULT_DATA / "beam")
     beam.add_argument("--sizes", default="100K,500K", help="comma-separated sizes (file name part), e.g. 100K")
     beam.add_argument("--conversations", type=int, default=None, help="only the first N conversations of each size")
+    beam.add_argument("--as-turns", action="store_true",
+                      help="record messages as whole turns (episodes) and search them with include: [\"episodes\"]")
     for p in (locomo, beir, beam):
         p.add_argument("--no-plain", action="store_true", help="without the plain BM25 (bm25s) row (bm25s is in the dev extra)")
     for p in (locomo, beir, negatives, beam):
@@ -116,14 +121,14 @@ def run(args: argparse.Namespace) -> int:
             variants = parse_variants(args.variant)
             table = locomo.evaluate(container, conversations, max_questions=args.questions,
                                     rows=(*locomo.ROWS, *variants), configs={**PRESETS, **variants},
-                                    as_client=args.as_client, plain=not args.no_plain)
+                                    as_client=args.as_client, plain=not args.no_plain, as_turns=args.as_turns)
             title = f"LoCoMo retrieval ({args.data.name}, {len(conversations)} conversations, categories 1-4)"
         elif args.dataset == "beam":
             from memory_engine.evaluation import beam as beam_eval
             from memory_engine.evaluation.scored import NegativesReport
 
             chats = beam_eval.load(args.data, sizes=args.sizes.split(","), max_conversations=args.conversations)
-            report = beam_eval.evaluate(container, chats, plain=not args.no_plain)
+            report = beam_eval.evaluate(container, chats, plain=not args.no_plain, as_turns=args.as_turns)
             print(report.render(f"BEAM ({args.sizes}, {len(chats)} conversations; the whole ranking)"))
             negatives_report = NegativesReport()
             negatives_report.add("beam (abstention)", report.negatives)

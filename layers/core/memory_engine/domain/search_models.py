@@ -15,10 +15,10 @@ from memory_engine.domain.search_config import Signal
 from memory_engine.domain.validation import Float, Int, StoredJson, Text, Timestamp
 from memory_engine.domain.vectors import Vector
 
-SourceType = Literal["memory", "document"]
+SourceType = Literal["memory", "document", "episode"]
 #: The names of ``search_config.PRESETS`` (a test keeps the two in step).
 PresetName = Literal["hybrid", "vector_only", "keyword_only", "entity_only", "rrf_v1"]
-#: Identifies one result across both sources.
+#: Identifies one result across the sources.
 ResultKey = tuple[SourceType, str]
 #: Identifies one ranked list: which source it ranks, by which signal.
 ListKey = tuple[SourceType, Signal]
@@ -51,7 +51,12 @@ class SearchRequest(BaseModel):
     min_confidence: Float = Field(0.5, ge=0.0, le=1.0)
     as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)
-    include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list)
+    include: list[Literal["raw", "episodes", "synthesis"]] = Field(default_factory=list, description=(
+        "`raw`: each fact's extraction fields; `episodes`: the searched memories' conversation turns (episodes, "
+        "as `POST /v1/memories/{memory_id}/turns` and `turn.completed` events record them) join the ranking as "
+        "results with `source_type: \"episode\"`, found by every signal over the whole turn (BM25 over its full "
+        "text, vectors over windows that cover it), `content` the passage that matched; `synthesis`: a short "
+        "prose summary of the results by the chat model"))
     render: bool = False
     preset: PresetName | None = Field(None, description=(
         "a named search config (domain/search_config.py), default `hybrid`; `vector_only` ranks by cosine "
@@ -135,11 +140,30 @@ class DocumentResult(_Result):
     metadata: StoredJson | None = None
 
 
-SearchResult = Annotated[MemoryResult | DocumentResult, Field(discriminator="source_type")]
+class EpisodeSearchResult(_Result):
+    """A conversation turn (an episode of a searched memory) in the results, with
+    ``include: ["episodes"]``: ``content`` is the passage of the turn that matched (its best
+    window, some 1,000 characters; the whole transcript when it is shorter)."""
+
+    source_type: Literal["episode"] = "episode"
+    memory_id: str | None
+    conversation_id: str | None = None
+    turn_id: str | None = None
+    role: str | None = Field(None, description="the turn's role (null for an episode of several messages)")
+    occurred_at: datetime | None = None
+    created_at: datetime
+    metadata: StoredJson | None = Field(
+        None, description="the turn's metadata as recorded (null for an episode of several messages)")
+
+
+#: Any result, whatever its source.
+AnyResult = MemoryResult | DocumentResult | EpisodeSearchResult
+SearchResult = Annotated[AnyResult, Field(discriminator="source_type")]
 
 
 class EpisodeResult(BaseModel):
-    """A stored turn transcript (``include: ["episodes"]``)."""
+    """A stored turn transcript in ``episodes`` (``include: ["episodes"]``), kept for clients of
+    earlier releases: the same episodes are ranked among ``results`` (``source_type: "episode"``)."""
 
     id: str
     memory_id: str | None
@@ -162,7 +186,10 @@ class SearchResponse(BaseModel):
     results: list[SearchResult]
     context: str | None = None
     degraded: list[str] | None = None
-    episodes: list[EpisodeResult] | None = None
+    episodes: list[EpisodeResult] | None = Field(None, description=(
+        "deprecated, kept for earlier clients: with `include: [\"episodes\"]`, the searched memories' episodes "
+        "nearest to the query by their first window's vector. The episodes are ranked among `results` "
+        "(`source_type: \"episode\"`), by every signal over the whole turn"))
     synthesis: Synthesis | None = None
 
     def to_body(self) -> dict[str, Any]:
@@ -197,8 +224,12 @@ class DocumentScope:
 
 @dataclass(frozen=True)
 class Scopes:
+    """The sources a search reads: facts, chunks and, with ``include: ["episodes"]``, the episodes
+    (conversation turns) of the same memories as the facts."""
+
     memories: MemoryScope | None
     documents: DocumentScope | None
+    episodes: MemoryScope | None = None
 
     @classmethod
     def from_request(cls, request: SearchRequest) -> Scopes:
@@ -220,7 +251,7 @@ class Scopes:
             if request.searches_documents
             else None
         )
-        return cls(memories, documents)
+        return cls(memories, documents, memories if "episodes" in request.include else None)
 
 
 @dataclass

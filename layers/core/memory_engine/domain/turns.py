@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory_engine.domain.chunking import size_spans
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS
 from memory_engine.domain.events import MAX_ID_CHARS
 from memory_engine.domain.validation import JsonObject, Text, Timestamp, non_blank
 from memory_engine.errors import PayloadTooLarge
@@ -26,6 +28,18 @@ MAX_TURN_BYTES = 1024 * 1024
 MAX_TURNS_PER_REQUEST = 100
 #: A turn's ``metadata``, in bytes of compact JSON (413 beyond).
 MAX_TURN_METADATA_BYTES = 64 * 1024
+#: Consecutive vector windows of an episode's transcript overlap by this many characters, so a
+#: phrase cut at one window's end is read whole by the next (:func:`window_spans`).
+WINDOW_OVERLAP_CHARS = 100
+
+
+def window_spans(transcript: str) -> list[tuple[int, int]]:
+    """The windows ``[start, end)`` an episode's transcript is embedded in, covering all of it:
+    the embedding model's window (:data:`EMBED_WINDOW_CHARS`) with :data:`WINDOW_OVERLAP_CHARS`
+    of overlap; one window for a transcript that fits (none for an empty one)."""
+    return size_spans(len(transcript), EMBED_WINDOW_CHARS, WINDOW_OVERLAP_CHARS)
+
+
 #: Prefix of the event id of a turn recorded over HTTP (EventBridge ids are UUIDs: never a clash).
 TURN_EVENT_PREFIX = "turn:"
 

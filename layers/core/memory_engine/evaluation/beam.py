@@ -124,6 +124,31 @@ def seed(container: Container, project_id: str, conversation: BeamConversation,
     return memory.id, {k: frozenset(v) for k, v in labels.items()}
 
 
+def seed_as_turns(container: Container, project_id: str, conversation: BeamConversation,
+                  batch: int = 50) -> tuple[str, dict[str, frozenset[str]]]:
+    """Record the conversation through the turns endpoint's service: each session a conversation,
+    each message one whole turn (an episode, however long), no extraction; returns (memory id,
+    episode id -> message ids), searched with ``include: ["episodes"]``."""
+    from memory_engine.domain.turns import TurnInput, TurnsRequest
+    from memory_engine.services.turns import TurnPorts, record_turns
+
+    memory = container.memories.create(project_id, name=f"beam {conversation.id}", tags=("eval:beam",))
+    ports = TurnPorts(memories=container.memories, episodes=container.episodes, embedder=container.embedder, queue=None)
+    sessions: dict[int, list[Message]] = {}
+    for m in conversation.messages:
+        sessions.setdefault(m.session, []).append(m)
+    labels: dict[str, set[str]] = {}
+    for session, messages in sessions.items():
+        for start in range(0, len(messages), batch):
+            part = messages[start:start + batch]
+            request = TurnsRequest(conversation_id=f"{conversation.id}/{session}", turns=[TurnInput(
+                turn_id=str(m.id), role="assistant" if m.role == "assistant" else "user", content=m.content,
+                occurred_at=m.when) for m in part])
+            for m, stored in zip(part, record_turns(ports, project_id, memory.id, request).turns, strict=True):
+                labels.setdefault(stored.id, set()).add(str(m.id))
+    return memory.id, {k: frozenset(v) for k, v in labels.items()}
+
+
 def plain_bm25(conversation: BeamConversation) -> Callable[[str, int], list[str]]:
     """A bm25s index over the whole messages (:mod:`plain_bm25`)."""
     return plain_bm25_index([str(m.id) for m in conversation.messages], [m.content for m in conversation.messages])
@@ -155,21 +180,23 @@ class BeamReport:
 
 
 def evaluate(container: Container, conversations: Sequence[BeamConversation], *, rows: Sequence[str] = ROWS,
-             project: str = "eval-beam", plain: bool = True) -> BeamReport:
+             project: str = "eval-beam", plain: bool = True, as_turns: bool = False) -> BeamReport:
     """Seed each conversation, ask its questions under each preset (the whole ranking, ``min_score: 0``:
     what the default floor costs is in the negatives report) and, with ``plain``, of a bm25s index;
-    the hybrid's rankings also feed the abstention negatives."""
+    the hybrid's rankings also feed the abstention negatives. With ``as_turns`` the messages are
+    recorded as episodes (:func:`seed_as_turns`) and searched with ``include: ["episodes"]``."""
     from memory_engine.evaluation.beir import analyze
 
     project_id = container.projects.get_or_create_project(project).id
     report = BeamReport()
     for conversation in conversations:
-        memory_id, labels = seed(container, project_id, conversation)
+        memory_id, labels = (seed_as_turns if as_turns else seed)(container, project_id, conversation)
         analyze(container)
         logger.info("seeded %s: %d messages -> %d entries", conversation.id, len(conversation.messages), len(labels))
         top = plain_bm25(conversation) if plain else None
         for question in conversation.questions:
-            request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10, min_score=0)
+            request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10, min_score=0,
+                                    include=["episodes"] if as_turns else [])
             if question.category == NEGATIVE or not question.evidence:
                 report.negatives.append(rows_of(container, project_id, request, labels, frozenset(), "beam"))
                 continue

@@ -75,7 +75,7 @@ def analyze(container: Container) -> None:
     """Refresh planner statistics (autovacuum would, a little later): the keyword signal reads
     lexeme frequencies from them."""
     with container.database.connection() as conn:
-        for table in ("memory_entries", "document_chunks", "entities", "entry_entities"):
+        for table in ("memory_entries", "document_chunks", "entities", "entry_entities", "episodes", "episode_windows"):
             conn.execute(f"ANALYZE {table}")
 
 

@@ -151,16 +151,46 @@ def seed_as_client(container: Container, project_id: str, conversation: Conversa
     return memory.id, {k: frozenset(v) for k, v in labels.items()}
 
 
+def seed_as_turns(container: Container, project_id: str, conversation: Conversation,
+                  batch: int = 100) -> tuple[str, dict[str, frozenset[str]]]:
+    """Record one conversation through the turns endpoint's service (``POST /v1/memories/{id}/turns``):
+    each session a conversation, each turn one episode (``turn_id`` its dia_id, ``"<speaker>: <text>"``,
+    the first speaker ``user`` and the other ``assistant``, ``occurred_at`` the session's date), no
+    extraction; returns (memory id, episode id -> dia ids), searched with ``include: ["episodes"]``."""
+    from memory_engine.domain.turns import TurnInput, TurnsRequest
+    from memory_engine.services.turns import TurnPorts, record_turns
+
+    memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
+    ports = TurnPorts(memories=container.memories, episodes=container.episodes, embedder=container.embedder, queue=None)
+    speakers = list(dict.fromkeys(turn.speaker for turn in conversation.turns))
+    sessions: dict[str, list[Turn]] = {}
+    for turn in conversation.turns:
+        sessions.setdefault(turn.dia_id.split(":", 1)[0], []).append(turn)
+    labels: dict[str, set[str]] = {}
+    for session, turns in sessions.items():
+        for start in range(0, len(turns), batch):
+            part = turns[start:start + batch]
+            request = TurnsRequest(conversation_id=f"{conversation.sample_id}/{session}", turns=[TurnInput(
+                turn_id=turn.dia_id, role="user" if turn.speaker == speakers[0] else "assistant",
+                content=f"{turn.speaker}: {turn.text}", occurred_at=turn.when) for turn in part])
+            recorded = record_turns(ports, project_id, memory.id, request)
+            for turn, stored in zip(part, recorded.turns, strict=True):
+                labels.setdefault(stored.id, set()).add(turn.dia_id)
+    return memory.id, {k: frozenset(v) for k, v in labels.items()}
+
+
 def evaluate(
     container: Container, conversations: Sequence[Conversation], *, rows: Sequence[str] = ROWS,
     configs: dict[str, SearchConfig] | None = None, max_questions: int | None = None, project: str = "eval-locomo",
-    as_client: bool = False, plain: bool = False,
+    as_client: bool = False, plain: bool = False, as_turns: bool = False,
 ) -> MetricTable:
     """Seed every conversation, run every question under every config; recall@5/10 and MRR of the
     ranking (``min_score: 0``: the default floor's cost is in ``memory-engine eval negatives``). With
     ``as_client`` each conversation is written as :func:`seed_as_client` does and searched right
     after, without ``ANALYZE``. With ``plain``, a row of a plain BM25 index over the same turns
-    (:mod:`memory_engine.evaluation.plain_bm25`)."""
+    (:mod:`memory_engine.evaluation.plain_bm25`). With ``as_turns`` each conversation is recorded as
+    the memory's episodes (:func:`seed_as_turns`) and searched with ``include: ["episodes"]``: the
+    episodes are the only rows searched."""
     configs = configs or PRESETS
     project_id = container.projects.get_or_create_project(project).id
     table = MetricTable(("R@5", "R@10", "MRR"))
@@ -169,6 +199,9 @@ def evaluate(
     for conversation in conversations:
         if as_client:
             memory_id, labels = seed_as_client(container, project_id, conversation)
+        elif as_turns:
+            memory_id, labels = seed_as_turns(container, project_id, conversation)
+            analyze(container)
         else:
             memory_id, labels = seed(container, project_id, conversation)
             analyze(container)
@@ -176,7 +209,8 @@ def evaluate(
         questions = [q for q in conversation.questions if q.evidence][:max_questions]
         for row in rows:
             for question in questions:
-                request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10, min_score=0)  # the ranking
+                request = SearchRequest(query=question.text, memory_ids=[memory_id], limit=10, min_score=0,  # the ranking
+                                        include=["episodes"] if as_turns else [])
                 response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
                                             request=request, config=configs[row])
                 _add(table, row, question, [labels.get(r.id, frozenset()) for r in response.results])

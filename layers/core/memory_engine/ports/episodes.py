@@ -27,6 +27,16 @@ class NewEpisode:
 
 
 @dataclass(frozen=True)
+class EpisodeWindow:
+    """One vector window of an episode's transcript: ``transcript[start:end]`` embedded
+    (:func:`memory_engine.domain.turns.window_spans`)."""
+
+    start: int
+    end: int
+    embedding: Vector
+
+
+@dataclass(frozen=True)
 class Episode:
     id: str
     project_id: str
@@ -54,11 +64,15 @@ class EpisodeRepository(Protocol):
     :class:`memory_engine.errors.DatabaseError` when the database fails.
     """
 
-    def store(self, episode: NewEpisode, embedding: Vector | None) -> tuple[Episode, bool]:
-        """Insert the episode unless this event's episode exists; returns (episode, created)."""
+    def store(self, episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> tuple[Episode, bool]:
+        """Insert the episode and its vector ``windows`` (none when it could not be embedded; the
+        episode's own ``embedding`` is the first window's) unless this event's episode exists;
+        returns (episode, created)."""
         ...
 
-    def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None: ...
+    def set_windows(self, project_id: str, episode_id: str, windows: Sequence[EpisodeWindow]) -> None:
+        """Replace the episode's vector windows (and its own vector: the first window's)."""
+        ...
 
     def get(self, project_id: str, episode_id: str) -> Episode | None: ...
 
@@ -66,9 +80,12 @@ class EpisodeRepository(Protocol):
 
     def list_for_conversation(self, project_id: str, conversation_id: str) -> list[Episode]: ...
 
-    def store_turns(self, episodes: Sequence[NewEpisode], embeddings: Sequence[Vector | None]) -> list[tuple[Episode, bool]]:
-        """Store several episodes in one transaction, in order, each unless its event's episode
-        exists; (episode, created) per item. Raises NotFound when the memory is not in the project."""
+    def store_turns(
+        self, episodes: Sequence[NewEpisode], windows: Sequence[Sequence[EpisodeWindow]]
+    ) -> list[tuple[Episode, bool]]:
+        """Store several episodes with their vector windows (as :meth:`store`) in one transaction,
+        in order, each unless its event's episode exists; (episode, created) per item. Raises
+        NotFound when the memory is not in the project."""
         ...
 
     def list_turns(

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from memory_engine.domain.search_models import (
-    DocumentResult,
+    AnyResult,
     EpisodeResult,
-    MemoryResult,
     MemoryScope,
     ResultKey,
     Scopes,
@@ -18,7 +17,7 @@ from memory_engine.domain.vectors import Vector
 
 
 class KnowledgeIndex(Protocol):
-    """Reads memory facts and document chunks of ONE project. Every method filters by
+    """Reads memory facts, document chunks and episodes (conversation turns) of ONE project. Every method filters by
     ``project_id``; rows of other projects are never seen. Raises
     :class:`memory_engine.errors.DatabaseError` when the database fails."""
 
@@ -27,19 +26,23 @@ class KnowledgeIndex(Protocol):
         each source of ``plan.scopes``, the keys of at most ``query.depth`` live candidates (with
         raw scores for vector and keyword, and the keyword statistics per source); for convex
         fusion, what fusion reads of every listed row still in scope and of the rows within
-        ``plan.window`` steps of :meth:`SearchPlan.expanded` in their conversation (facts) or
-        document (chunks): cosine to ``query.embedding``, BM25 under the lists' keyword
-        statistics, previous neighbours, subjects, dates; all of it through
+        ``plan.window`` steps of :meth:`SearchPlan.expanded` in their conversation (facts,
+        episodes) or document (chunks): cosine to ``query.embedding`` (an episode's: its best
+        window's), BM25 under the lists' keyword statistics, previous neighbours, subjects, dates
+        (an episode's: when it was said); all of it through
         :func:`memory_engine.domain.search_plan.fused_ranking`."""
         ...
 
     def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False
-    ) -> dict[ResultKey, MemoryResult | DocumentResult]:
-        """The rows behind ``keys`` (score 0; ``similarity_score`` = cosine to ``embedding``)."""
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False,
+        text: str | None = None,
+    ) -> dict[ResultKey, AnyResult]:
+        """The rows behind ``keys`` (score 0; ``similarity_score`` = cosine to ``embedding``; an
+        episode's is its best window's, and its ``content`` the window that holds the most of
+        ``text``'s words, else the nearest to ``embedding``)."""
         ...
 
-    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
+    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:
         """No-query reads: live facts most recent first, then chunks in document order."""
         ...
 

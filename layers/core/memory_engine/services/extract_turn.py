@@ -39,7 +39,6 @@ from memory_engine.errors import (
     ChatModelError,
     ChatModelNotConfigured,
     DependencyError,
-    EmbeddingError,
     InvalidInput,
     MemoryEngineError,
     NotFound,
@@ -52,6 +51,7 @@ from memory_engine.ports.episodes import Episode, EpisodeRepository, NewEpisode
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extraction_runs import ClaimOutcome, ExtractionRun, ExtractionRunRepository, RunKey
 from memory_engine.prompts import extraction_prompt
+from memory_engine.services.turns import embed_windows
 from memory_engine.services.write_entry import WriteResult, write_entry
 
 logger = logging.getLogger(__name__)
@@ -182,26 +182,18 @@ def consume_turn_event(event: TurnCompletedEvent, deps: ExtractionDeps, *, deadl
 def _store_episode(event: TurnCompletedEvent, deps: ExtractionDeps) -> Episode:
     detail = event.detail
     transcript = build_transcript(detail.messages)
-    embedding = _embed(deps.embedder, transcript)
+    windows = embed_windows(deps.embedder, [transcript])[0]
     episode, created = deps.episodes.store(
         NewEpisode(
             project_id=detail.project_id, memory_id=detail.memory_id, conversation_id=detail.conversation_id,
             turn_id=detail.turn_id, event_id=event.id, occurred_at=detail.occurred_at, transcript=transcript,
             messages=[m.model_dump(exclude_none=True) for m in detail.messages],
         ),
-        embedding,
+        windows,
     )
-    if not created and not episode.has_embedding and embedding is not None:
-        deps.episodes.set_embedding(detail.project_id, episode.id, embedding)  # an earlier attempt could not embed
+    if not created and not episode.has_embedding and windows:
+        deps.episodes.set_windows(detail.project_id, episode.id, windows)  # an earlier attempt could not embed
     return episode
-
-
-def _embed(embedder: Embedder, text: str) -> Any:
-    try:
-        return embedder.embed_documents([text])[0]
-    except EmbeddingError as error:
-        logger.warning("episode stored without an embedding: %s", error.message)
-        return None
 
 
 def _time_left(deps: ExtractionDeps, deadline: float | None) -> float:

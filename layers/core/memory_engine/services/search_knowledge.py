@@ -1,4 +1,4 @@
-"""The one retrieval function: hybrid search over memory facts and document chunks."""
+"""The one retrieval function: hybrid search over memory facts, document chunks and episodes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from memory_engine.domain.relevance import Evidence, along_ranking, kept
 from memory_engine.domain.render import render
 from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
 from memory_engine.domain.search_models import (
-    DocumentResult,
-    MemoryResult,
+    AnyResult,
     ResultKey,
     Scopes,
     SearchRequest,
@@ -79,7 +78,8 @@ def search_knowledge(
 ) -> SearchResponse:
     """Run one search (SPEC "Retrieval") within ``project_id``.
 
-    Sources follow the filters (memories only when ``memory_ids``/``memory_tags`` are given).
+    Sources follow the filters (memories only when ``memory_ids``/``memory_tags`` are given; their
+    episodes too with ``include: ["episodes"]``, ranked among the results, ``source_type: "episode"``).
     With a query, the index is given one :class:`SearchPlan` and returns the fused ranking: every
     configured signal ranks candidates per source, the candidates' features are read (cosine, BM25,
     conversation/document neighbours, subjects, dates) and
@@ -101,7 +101,7 @@ def search_knowledge(
     config = _config_for(request, config)
 
     if scopes.memories is None and scopes.documents is None:
-        results: list[MemoryResult | DocumentResult] = []
+        results: list[AnyResult] = []
     elif not request.has_query:
         results = index.recent(project_id, scopes, request.limit, raw=raw)
     else:
@@ -157,7 +157,7 @@ def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_ve
 def _ranked(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
     query_vector: QueryVector, *, raw: bool,
-) -> list[MemoryResult | DocumentResult]:
+) -> list[AnyResult]:
     rows = index.ranking(project_id, _plan(request, config, scopes, query_vector))
     if config.fusion == "rrf":
         return _rrf_page(index, project_id, request, rows, query_vector.vector, raw=raw)
@@ -167,16 +167,16 @@ def _ranked(
 def _page(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, ranked: Sequence[RankedRow],
     embedding: Vector | None, *, raw: bool,
-) -> list[MemoryResult | DocumentResult]:
+) -> list[AnyResult]:
     """The page read in fused order: the ranking's first ``limit`` rows, scored along the ranking
     (domain/relevance.py: a row's score is the best estimate at or below it on the page), cut by
     the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks."""
     head = ranked[: request.limit]
     scores = along_ranking([row.estimate for row in head])
     page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score,
-                                                         default_floor=_memories_only(row.key for row in head))]
-    rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw)
-    results: list[MemoryResult | DocumentResult] = []
+                                                         default_floor=_turns_and_facts_only(row.key for row in head))]
+    rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw, text=request.query)
+    results: list[AnyResult] = []
     for item, score in page:
         found = rows.get(item.key)
         if found is None:  # deleted between ranking and reading
@@ -188,27 +188,28 @@ def _page(
 def _rrf_page(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, fused: Sequence[RankedRow],
     embedding: Vector | None, *, raw: bool,
-) -> list[MemoryResult | DocumentResult]:
+) -> list[AnyResult]:
     """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare). Its
     page's rows are scored by their cosine alone (no candidate is read before the page)."""
     head = fused[: request.limit]
-    rows = index.fetch(project_id, [f.key for f in head], embedding, raw=raw)
+    rows = index.fetch(project_id, [f.key for f in head], embedding, raw=raw, text=request.query)
     ranked_rows = [replace(f, evidence=Evidence(rows[f.key].similarity_score, None)) for f in head if f.key in rows]
     scores = along_ranking([row.estimate for row in ranked_rows])
-    floor = _memories_only(row.key for row in ranked_rows)
+    floor = _turns_and_facts_only(row.key for row in ranked_rows)
     return [_shown(rows[item.key], item, score)
             for item, score in list(zip(ranked_rows, scores, strict=True))[: kept(scores, request.min_score,
                                                                                   default_floor=floor)]]
 
 
-def _shown(row: MemoryResult | DocumentResult, item: RankedRow, score: float) -> MemoryResult | DocumentResult:
+def _shown(row: AnyResult, item: RankedRow, score: float) -> AnyResult:
     """``row`` with its score and its rank per signal: the SPEC's signals (and recency, their
     degraded stand-in); the date list is part of the date feature."""
     ranks = {signal.value: rank for (_, signal), rank in item.ranks.items() if signal is not Signal.DATE}
     return row.model_copy(update={"score": round(score, 6), "signal_ranks": ranks})
 
 
-def _memories_only(keys: Iterable[ResultKey]) -> bool:
-    """Whether the default relevance floor applies to a page with these rows: memories only (the
-    score under-reads long document chunks, domain/relevance.kept)."""
-    return all(source == "memory" for source, _ in keys)
+def _turns_and_facts_only(keys: Iterable[ResultKey]) -> bool:
+    """Whether the default relevance floor applies to a page with these rows: memory facts and
+    episodes (conversation turns) only (the score under-reads long document chunks,
+    domain/relevance.kept)."""
+    return all(source in ("memory", "episode") for source, _ in keys)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from memory_engine.domain.render import render
-from memory_engine.domain.search_models import DocumentResult, MemoryResult, Synthesis
+from memory_engine.domain.search_models import AnyResult, Synthesis
 from memory_engine.domain.synthesis import (
     SYNTHESIS_MAX_TOKENS,
     SYNTHESIS_SYSTEM_PROMPT,
@@ -32,7 +32,7 @@ SYNTHESIS_FAILED = "synthesis: the chat model did not answer usably"
 def synthesize_results(
     chat: ChatModel | None,
     query: str | None,
-    results: Sequence[MemoryResult | DocumentResult],
+    results: Sequence[AnyResult],
     *,
     timeout: float = SYNTHESIS_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,

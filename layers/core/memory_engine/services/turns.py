@@ -1,7 +1,8 @@
 """Use cases of ``/v1/memories/{memory_id}/turns``: record, list and delete a conversation's turns.
 
 Turns are stored as the memory's episodes through the same repository a ``turn.completed`` event
-writes with (one row per turn, embedded best-effort in one call); with ``extract`` and a chat model
+writes with (one row per turn, with vectors over windows covering the whole turn, all embedded
+best-effort in one call: :func:`embed_windows`, which the event path uses too); with ``extract`` and a chat model
 configured each new user/assistant turn is queued for fact extraction as a ``turn.completed``
 event under the turn's own event id (domain/turns.py), so the consumer finds the stored episode
 and extracts from it, once.
@@ -10,7 +11,7 @@ and extracts from it, once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,11 +29,12 @@ from memory_engine.domain.turns import (
     check_turn_sizes,
     turn_event_id,
     turn_message,
+    window_spans,
 )
 from memory_engine.errors import EmbeddingError, NotFound
-from memory_engine.ports.embedder import Embedder, Vector
+from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import MemoryRepository
-from memory_engine.ports.episodes import Episode, EpisodeRepository, NewEpisode
+from memory_engine.ports.episodes import Episode, EpisodeRepository, EpisodeWindow, NewEpisode
 from memory_engine.ports.events import EventQueue
 
 logger = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ def record_turns(ports: TurnPorts, project_id: str, memory_id: str, request: Tur
     row_ids = sorted(ids.new_id(ids.EPISODE) for _ in request.turns)  # made in order: same-time turns keep it
     new = [_new_episode(project_id, memory_id, request.conversation_id, turn, now, row_id)
            for turn, row_id in zip(request.turns, row_ids, strict=True)]
-    stored = ports.episodes.store_turns(new, _embed(ports.embedder, [episode.transcript for episode in new]))
+    stored = ports.episodes.store_turns(new, embed_windows(ports.embedder, [episode.transcript for episode in new]))
     recorded = [RecordedTurn(id=episode.id, turn_id=episode.turn_id or "", created=created,
                              occurred_at=episode.occurred_at) for episode, created in stored]
     if not request.extract:
@@ -138,12 +140,19 @@ def _transcript(turn: TurnInput) -> str:
     return f"{turn.role}: {turn.content.strip()}"
 
 
-def _embed(embedder: Embedder, texts: list[str]) -> list[Vector | None]:
+def embed_windows(embedder: Embedder, transcripts: Sequence[str]) -> list[list[EpisodeWindow]]:
+    """Each transcript's vector windows (:func:`memory_engine.domain.turns.window_spans`: the whole
+    turn, however long), every window of every transcript embedded in one call. When the model
+    fails the episodes are stored without (best effort, as before: keyword search still finds
+    them) and a ``turn.completed`` event's redelivery embeds them again."""
+    spans = [window_spans(transcript) for transcript in transcripts]
+    texts = [transcript[start:end] for transcript, own in zip(transcripts, spans, strict=True) for start, end in own]
     try:
-        return list(embedder.embed_documents(texts))
+        vectors = iter(embedder.embed_documents(texts)) if texts else iter(())
     except EmbeddingError as error:
         logger.warning("turns stored without embeddings: %s", error.message)
-        return [None] * len(texts)
+        return [[] for _ in transcripts]
+    return [[EpisodeWindow(start, end, next(vectors)) for start, end in own] for own in spans]
 
 
 def _event(project_id: str, memory_id: str, conversation_id: str, episode: Episode, turn: TurnInput) -> TurnCompletedEvent:

@@ -18,12 +18,15 @@ NOTHING_FOUND = "No relevant memories."
 
 
 def results_text(found: m.SearchResponseBody) -> str:
-    """One line per result, best first: ``- content (score 0.83)``; documents name their path and page."""
+    """One line per result, best first: ``- content (score 0.83)``; documents name their path and
+    page, conversation turns their conversation and turn."""
     lines = []
     for result in found.results:
         where = ""
         if isinstance(result, m.DocumentResult):
             where = f" [{result.path}{f' p.{result.page}' if result.page is not None else ''}]"
+        elif isinstance(result, m.EpisodeSearchResult):
+            where = f" [turn {result.conversation_id or ''}/{result.turn_id or result.id}]"
         lines.append(f"- {result.content}{where} (score {result.score:.2f})")
     return "\n".join(lines) or NOTHING_FOUND
 

@@ -56,10 +56,14 @@ def nodes(found: m.SearchResponseBody) -> list[NodeWithScore]:
     """The search results as nodes, best first."""
     out = []
     for result in found.results:
-        metadata: dict[str, Any] = {"source_type": result.source_type, "tags": list(result.tags)}
+        metadata: dict[str, Any] = {"source_type": result.source_type,
+                                    "tags": [] if isinstance(result, m.EpisodeSearchResult) else list(result.tags)}
         if isinstance(result, m.DocumentResult):
             metadata |= {"document_id": result.document_id, "path": result.path, "page": result.page,
                          "title": result.title, "chunk_index": result.chunk_index}
+        elif isinstance(result, m.EpisodeSearchResult):
+            metadata |= {"memory_id": result.memory_id, "conversation_id": result.conversation_id,
+                         "turn_id": result.turn_id, "role": result.role, "created_at": result.created_at.isoformat()}
         else:
             metadata |= {"memory_id": result.memory_id, "memory_name": result.memory_name,
                          "created_at": result.created_at.isoformat()}
@@ -90,9 +94,9 @@ class MemoryEngineMemoryBlock(BaseMemoryBlock[str]):
             return ""
         found = await self.client.search(query, memory_ids=[self.memory_id], limit=self.limit,
                                          include=["episodes"])
-        lines = [f"- {r.content}" for r in found.results]
-        lines += [f"- (said earlier) {e.transcript}" for e in (found.episodes or [])[:self.limit]]
-        return "\n".join(lines)
+        # past turns are ranked with the facts (source_type "episode"), each by the passage that matched
+        return "\n".join(f"- {'(said earlier) ' if isinstance(r, m.EpisodeSearchResult) else ''}{r.content}"
+                         for r in found.results)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         by_conversation: dict[str, list[dict[str, Any]]] = {}

@@ -255,10 +255,32 @@ class DocumentResult(ResponseModel):
     metadata: dict[str, Any] | None = None
 
 
-SearchResult = Annotated[MemoryResult | DocumentResult, Field(discriminator="source_type")]
+class EpisodeSearchResult(ResponseModel):
+    """A conversation turn (``include=["episodes"]``); ``content`` is the passage that matched."""
+
+    source_type: Literal["episode"] = "episode"
+    id: str
+    content: str
+    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
+    #: queries and memories; it never rises down the page).
+    score: float
+    similarity_score: float | None = None
+    signal_ranks: dict[str, int] = Field(default_factory=dict)
+    memory_id: str | None
+    conversation_id: str | None = None
+    turn_id: str | None = None
+    role: str | None = None
+    occurred_at: datetime | None = None
+    created_at: datetime
+    metadata: dict[str, Any] | None = None
+
+
+SearchResult = Annotated[MemoryResult | DocumentResult | EpisodeSearchResult, Field(discriminator="source_type")]
 
 
 class EpisodeResult(ResponseModel):
+    """Deprecated: the episodes are ranked among the results (:class:`EpisodeSearchResult`)."""
+
     id: str
     memory_id: str | None
     conversation_id: str | None = None

@@ -307,17 +307,19 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
     return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl, avgcl=avgcl)
 
 
-def score_columns(alias: str, *, with_bm25: bool, context: bool) -> str:
+def score_columns(alias: str, *, with_bm25: bool, context: bool, cosine: str | None = None) -> str:
     """``similarity, bm25`` of a candidate row aliased ``alias``: its cosine to ``%(embedding)s``
+    (``cosine``: how the row's is computed, NULL without a vector; by default its ``embedding``'s)
     and its BM25 under ``%(lexemes)s``/``%(idfs)s``, NULL where a signal already returned them
     (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
     a = alias
+    cosine = cosine or f"1 - ({a}.embedding <=> %(embedding)s::vector)"
     given = bm25_expr(a, "unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)", "%(lexemes)b::text[]",
                       context=context)
     bm25_sql = f"CASE WHEN {a}.id = ANY(%(known_bm25)b::text[]) THEN NULL ELSE {given} END" if with_bm25 else "0::float8"
     return (
-        f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.embedding IS NULL OR {a}.id = ANY(%(known_similarity)b::text[])"
-        f" THEN NULL ELSE 1 - ({a}.embedding <=> %(embedding)s::vector) END AS similarity, {bm25_sql} AS bm25"
+        f"CASE WHEN %(embedding)s::vector IS NULL OR {a}.id = ANY(%(known_similarity)b::text[])"
+        f" THEN NULL ELSE {cosine} END AS similarity, {bm25_sql} AS bm25"
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_sql import role_rank
+from memory_engine.adapters.postgres.episodes import FIRST_WINDOW_SQL
 from memory_engine.domain.entities import embedding_text
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import REPAIRABLE_TABLES
@@ -55,4 +56,7 @@ class PostgresEmbeddingRepair:
                 f"UPDATE {_check(table)} SET embedding = %s WHERE id = %s AND embedding IS NULL",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 [(vector, row_id) for row_id, vector in vectors],
             )
-            return max(cur.rowcount, 0)
+            repaired = max(cur.rowcount, 0)
+            if table == "episodes":  # an episode stored without vectors gets its first window now
+                cur.execute(FIRST_WINDOW_SQL, {"ids": [row_id for row_id, _ in vectors]})
+            return repaired

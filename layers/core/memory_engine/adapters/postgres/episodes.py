@@ -11,13 +11,26 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.cursor import Cursor
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
-from memory_engine.ports.episodes import Episode, EpisodeHit, NewEpisode
+from memory_engine.ports.episodes import Episode, EpisodeHit, EpisodeWindow, NewEpisode
 
 _COLUMNS = (
     "id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at, transcript, messages, created_at,"
     " embedding IS NOT NULL AS has_embedding"
+)
+
+
+#: The first window of the episodes ``%(ids)s`` from their own vector (what the model read of the
+#: transcript's start), for those stored with a vector but no windows: imported episodes and those
+#: ``memory-engine reembed`` repaired (migration 0009 did the same for the episodes before it). A
+#: turn recorded through the turns endpoint or an event has windows over all of it.
+FIRST_WINDOW_SQL = (
+    "INSERT INTO episode_windows (episode_id, window_index, project_id, memory_id, occurred_at, start_char, end_char,"  # noqa: S608 - a module constant; values are bound parameters
+    f" embedding) SELECT e.id, 0, e.project_id, e.memory_id, e.occurred_at, 0, least(length(e.transcript), {EMBED_WINDOW_CHARS}),"
+    " e.embedding FROM episodes e WHERE e.id = ANY(%(ids)s::text[]) AND e.embedding IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM episode_windows w WHERE w.episode_id = e.id)"
 )
 
 
@@ -40,10 +53,11 @@ def _episode(row: dict[str, Any]) -> Episode:
     )
 
 
-def _insert(conn: Connection[Any], episode: NewEpisode, embedding: Vector | None) -> Any:
-    """The episode's row, or None when its event was stored before (idempotent by ``event_id``) or
-    the memory is not in the project."""
-    return conn.execute(
+def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> Any:
+    """The episode's row with its vector ``windows``, or None when its event was stored before
+    (idempotent by ``event_id``) or the memory is not in the project."""
+    embedding = windows[0].embedding if windows else None
+    row = conn.execute(
         f"""
         INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
                               transcript, messages, embedding)
@@ -60,6 +74,23 @@ def _insert(conn: Connection[Any], episode: NewEpisode, embedding: Vector | None
             "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
         },
     ).fetchone()
+    if row is not None:
+        _write_windows(conn, row, windows)
+    return row
+
+
+def _write_windows(conn: Connection[Any], row: dict[str, Any], windows: Sequence[EpisodeWindow]) -> None:
+    """The episode ``row``'s vector windows (its scope columns copied), replacing any it had."""
+    conn.execute("DELETE FROM episode_windows WHERE episode_id = %s", (row["id"],))
+    if not windows:
+        return
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO episode_windows (episode_id, window_index, project_id, memory_id, occurred_at, start_char,"
+            " end_char, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            [(row["id"], i, row["project_id"], row["memory_id"], row["occurred_at"], w.start, w.end, w.embedding)
+             for i, w in enumerate(windows)],
+        )
 
 
 class PostgresEpisodeRepository:
@@ -68,10 +99,10 @@ class PostgresEpisodeRepository:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def store(self, episode: NewEpisode, embedding: Vector | None) -> tuple[Episode, bool]:
+    def store(self, episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> tuple[Episode, bool]:
         """Raises NotFound when the memory is not in the project."""
-        with self._db.connection() as conn:
-            row = _insert(conn, episode, embedding)
+        with self._db.connection() as conn, conn.transaction():
+            row = _insert(conn, episode, windows)
         if row is not None:
             return _episode(row), True
         existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
@@ -79,11 +110,15 @@ class PostgresEpisodeRepository:
             raise NotFound(f"memory {episode.memory_id} not found")
         return existing, False
 
-    def set_embedding(self, project_id: str, episode_id: str, embedding: Vector) -> None:
-        with self._db.connection() as conn:
-            conn.execute(
-                "UPDATE episodes SET embedding = %s WHERE project_id = %s AND id = %s", (embedding, project_id, episode_id)
-            )
+    def set_windows(self, project_id: str, episode_id: str, windows: Sequence[EpisodeWindow]) -> None:
+        with self._db.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "UPDATE episodes SET embedding = %s WHERE project_id = %s AND id = %s"
+                " RETURNING id, project_id, memory_id, occurred_at",
+                (windows[0].embedding if windows else None, project_id, episode_id),
+            ).fetchone()
+            if row is not None:
+                _write_windows(conn, row, windows)
 
     def get(self, project_id: str, episode_id: str) -> Episode | None:
         return self._one_by("id", project_id, episode_id)
@@ -102,12 +137,14 @@ class PostgresEpisodeRepository:
             " ORDER BY occurred_at, created_at, id", (project_id, conversation_id))
         return [_episode(row) for row in rows]
 
-    def store_turns(self, episodes: Sequence[NewEpisode], embeddings: Sequence[Vector | None]) -> list[tuple[Episode, bool]]:
+    def store_turns(
+        self, episodes: Sequence[NewEpisode], windows: Sequence[Sequence[EpisodeWindow]]
+    ) -> list[tuple[Episode, bool]]:
         """One transaction; raises NotFound when the memory is not in the project."""
         out: list[tuple[Episode, bool]] = []
         with self._db.connection() as conn, conn.transaction():
-            for episode, embedding in zip(episodes, embeddings, strict=True):
-                row = _insert(conn, episode, embedding)
+            for episode, own in zip(episodes, windows, strict=True):
+                row = _insert(conn, episode, own)
                 if row is not None:
                     out.append((_episode(row), True))
                     continue

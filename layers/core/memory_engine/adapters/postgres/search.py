@@ -1,5 +1,9 @@
 """PostgreSQL adapter of the search index: runs the signal queries and reads result rows.
 
+Three sources, each a module of statements over its table and scope: memory facts
+(``search_memories``), document chunks (``search_documents``) and, with ``include: ["episodes"]``,
+the searched memories' episodes (``search_episodes``); what they run alike is ``search_sql``.
+
 Signals run concurrently in lanes, one per connection of search's pool (the default), or one
 after another on one pooled connection (``parallel=False``); each source's candidate read joins
 the lanes as soon as that source's lists are in (:meth:`PostgresKnowledgeIndex.lists_and_candidates`).
@@ -21,19 +25,19 @@ import psycopg
 
 from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres import search_documents as docs
+from memory_engine.adapters.postgres import search_episodes as eps
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
 from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
-from memory_engine.adapters.postgres.search_rows import document_result, memory_result, similarity
+from memory_engine.adapters.postgres.search_rows import document_result, episode_result, listed_episode, memory_result
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
+    AnyResult,
     Candidate,
-    DocumentResult,
     DocumentScope,
     EpisodeResult,
     ListKey,
-    MemoryResult,
     MemoryScope,
     RankedLists,
     ResultKey,
@@ -145,27 +149,30 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     # --- ranking ---------------------------------------------------------------------------
     def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes) -> dict[ListKey, Task]:
         tasks: dict[ListKey, Task] = {}
-        m, d = scopes.memories, scopes.documents
+        # the lists in this order, signal by signal (RRF breaks ties by first appearance in it)
+        sides = _scoped(scopes)
         if Signal.VECTOR in q.signals and q.embedding is not None:
-            if m is not None:
-                tasks[mems.SOURCE, Signal.VECTOR] = lambda conn: mems.vector(conn, project_id, m, q)
-            if d is not None:
-                tasks[docs.SOURCE, Signal.VECTOR] = lambda conn: docs.vector(conn, project_id, d, q)
+            for source, (side, scope) in sides.items():
+                tasks[source, Signal.VECTOR] = partial(side.vector, project_id=project_id, scope=scope, q=q)
         if Signal.KEYWORD in q.signals and q.text is not None:
-            if m is not None:
-                tasks[mems.SOURCE, Signal.KEYWORD] = lambda conn: self._keyword(conn, mems.FACTS.table, partial(
-                    mems.keyword, conn, project_id, m, q, self._stats(conn, project_id, m), limits=self._limits.keyword))
-            if d is not None:
-                tasks[docs.SOURCE, Signal.KEYWORD] = lambda conn: self._keyword(conn, docs.CHUNKS.table, partial(
-                    docs.keyword, conn, project_id, d, q, self._stats(conn, project_id, d), limits=self._limits.keyword))
+            for source, (_, scope) in sides.items():
+                tasks[source, Signal.KEYWORD] = partial(self._keyword_task, source=source, project_id=project_id,
+                                                        scope=scope, q=q)
+        m = scopes.memories
         if Signal.ENTITY in q.signals and m is not None:
             tasks[mems.SOURCE, Signal.ENTITY] = lambda conn: mems.entity_signal(
-                conn, project_id, m, q, size=self._stats(conn, project_id, m)[0], hubs=self._limits.hubs)
+                conn, project_id, m, q, size=self._stats(conn, project_id, mems.SOURCE, m)[0], hubs=self._limits.hubs)
         if q.dates and m is not None:
             tasks[mems.SOURCE, Signal.DATE] = lambda conn: mems.dated(conn, project_id, m, q)
         if Signal.RECENCY in q.signals and m is not None:
             tasks[mems.SOURCE, Signal.RECENCY] = lambda conn: mems.recency(conn, project_id, m, q.depth)
         return tasks
+
+    def _keyword_task(self, conn: psycopg.Connection[Any], *, source: SourceType, project_id: str,
+                      scope: MemoryScope | DocumentScope, q: SignalQuery) -> ScoredKeys:
+        stats = self._stats(conn, project_id, source, scope)
+        return self._keyword(conn, _TABLES[source], partial(
+            _SIDES[source].keyword, conn, project_id, scope, q, stats, limits=self._limits.keyword))
 
     def ranking(self, project_id: str, plan: SearchPlan) -> list[RankedRow]:
         return fused_ranking(plan, *self.lists_and_candidates(project_id, plan))
@@ -177,10 +184,10 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     def _signal_lists(self, tasks: Mapping[ListKey, Task], query: SignalQuery) -> RankedLists:
         return _ranked_in_order(tasks, self._run_all(_in_submit_order(tasks), query.ef_search))
 
-    def _stats(self, conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope | DocumentScope) -> bm25.ScopeStats:
-        if isinstance(scope, MemoryScope):
-            return self.scope_stats.get(("memory", project_id, scope), lambda: mems.scope_size(conn, project_id, scope))
-        return self.scope_stats.get(("document", project_id, scope), lambda: docs.scope_size(conn, project_id, scope))
+    def _stats(self, conn: psycopg.Connection[Any], project_id: str, source: SourceType,
+               scope: MemoryScope | DocumentScope) -> bm25.ScopeStats:
+        side = _SIDES[source]
+        return self.scope_stats.get((source, project_id, scope), lambda: side.scope_size(conn, project_id, scope))
 
     def _keyword(self, conn: psycopg.Connection[Any], table: str,
                  run: Callable[[bm25.ColumnStats], ScoredKeys]) -> ScoredKeys:
@@ -233,7 +240,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             return ranked, self.candidates(project_id, scopes, ranked, query.embedding, top=plan.expanded(ranked),
                                            window=plan.window)
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
-        lists: dict[SourceType, dict[ListKey, Any]] = {mems.SOURCE: {}, docs.SOURCE: {}}
+        lists: dict[SourceType, dict[ListKey, Any]] = {source: {} for source in SOURCES}
         bookkeeping = threading.Lock()
 
         def then(name: Any, answer: Any, spare: int) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
@@ -271,12 +278,9 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         near = [key for s, key in top if s == source] if window > 0 else []
         if not (ids or near):
             return []
-        if source == mems.SOURCE and scopes.memories is not None:
-            read: Callable[..., list[Row]] = partial(mems.candidate_rows, scope=scopes.memories)
-        elif source == docs.SOURCE and scopes.documents is not None:
-            read = partial(docs.candidate_rows, scope=scopes.documents)
-        else:
+        if source not in (sides := _scoped(scopes)):
             return []
+        read: Callable[..., list[Row]] = partial(sides[source][0].candidate_rows, scope=sides[source][1])
         idfs, avgdl, avgcl = ranked.keyword_stats.get(source, ({}, 1.0, 1.0))
         # scores the signals already returned are not computed again
         scoring = Scoring(embedding, idfs, avgdl, avgcl,
@@ -292,19 +296,22 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     # --- rows ------------------------------------------------------------------------------
     def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False
-    ) -> dict[ResultKey, MemoryResult | DocumentResult]:
-        """The result rows of ``keys``: facts and chunks read at once, one connection each."""
-        memory_ids = [key for source, key in keys if source == mems.SOURCE]
-        chunk_ids = [key for source, key in keys if source == docs.SOURCE]
+        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False,
+        text: str | None = None,
+    ) -> dict[ResultKey, AnyResult]:
+        """The result rows of ``keys``: each source's read at once, one connection each."""
+        of = {source: [key for s, key in keys if s == source] for source in SOURCES}
         work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[tuple[ResultKey, Any]]]] = {}
-        if memory_ids:
+        if of[mems.SOURCE]:
             work[mems.SOURCE] = lambda conn: [((mems.SOURCE, row["id"]), memory_result(row, raw=raw))
-                                              for row in mems.rows(conn, project_id, memory_ids, embedding)]
-        if chunk_ids:
+                                              for row in mems.rows(conn, project_id, of[mems.SOURCE], embedding)]
+        if of[docs.SOURCE]:
             work[docs.SOURCE] = lambda conn: [((docs.SOURCE, row["id"]), document_result(row))
-                                              for row in docs.rows(conn, project_id, chunk_ids, embedding)]
-        found: dict[ResultKey, MemoryResult | DocumentResult] = {}
+                                              for row in docs.rows(conn, project_id, of[docs.SOURCE], embedding)]
+        if of[eps.SOURCE]:
+            work[eps.SOURCE] = lambda conn: [((eps.SOURCE, row["id"]), episode_result(row))
+                                             for row in eps.rows(conn, project_id, of[eps.SOURCE], embedding, text)]
+        found: dict[ResultKey, AnyResult] = {}
         for rows in self._run_all(work, FETCH_EF_SEARCH).values():
             found.update(rows)
         return found
@@ -319,8 +326,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         with self._database.connection() as conn, searching(conn, ef_search):
             return {name: task(conn) for name, task in work.items()}
 
-    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[MemoryResult | DocumentResult]:
-        out: list[MemoryResult | DocumentResult] = []
+    def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:
+        out: list[AnyResult] = []
         with self._database.connection() as conn, bound(conn):
             if scopes.memories is not None:
                 out.extend(memory_result(r, raw=raw) for r in mems.recent_rows(conn, project_id, scopes.memories, limit))
@@ -331,17 +338,25 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     def episodes(self, project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int) -> list[EpisodeResult]:
         with self._database.connection() as conn, searching(conn, 100):
-            rows = mems.episode_rows(conn, project_id, scope, embedding, limit)
-        return [
-            EpisodeResult(
-                id=r["id"], memory_id=r["memory_id"], conversation_id=r["conversation_id"], turn_id=r["turn_id"],
-                occurred_at=r["occurred_at"], transcript=r["transcript"], similarity_score=similarity(r),
-            )
-            for r in rows
-        ]
+            rows = eps.first_window_rows(conn, project_id, scope, embedding, limit)
+        return [listed_episode(r) for r in rows]
 
 
-SOURCES: Final[tuple[SourceType, ...]] = (mems.SOURCE, docs.SOURCE)
+SOURCES: Final[tuple[SourceType, ...]] = (mems.SOURCE, docs.SOURCE, eps.SOURCE)
+#: Each source's module of statements (:class:`search_sql.ScopedSource` s and their own): called
+#: through the module, as ``mems.vector``, so a test may stand in for one.
+_SIDES: Final[dict[SourceType, Any]] = {mems.SOURCE: mems, docs.SOURCE: docs, eps.SOURCE: eps}
+_TABLES: Final[dict[SourceType, str]] = {
+    mems.SOURCE: mems.FACTS.table, docs.SOURCE: docs.CHUNKS.table, eps.SOURCE: eps.EPISODES.table}
+
+
+def _scoped(scopes: Scopes) -> dict[SourceType, tuple[Any, MemoryScope | DocumentScope]]:
+    """The sources ``scopes`` searches, in :data:`SOURCES` order, each with its module and scope."""
+    given: dict[SourceType, MemoryScope | DocumentScope | None] = {
+        mems.SOURCE: scopes.memories, docs.SOURCE: scopes.documents, eps.SOURCE: scopes.episodes}
+    return {source: (_SIDES[source], scope) for source, scope in given.items() if scope is not None}
+
+
 #: The result rows are read by id: no vector scan runs in their transaction.
 FETCH_EF_SEARCH: Final = 40
 #: The name of a source's candidate read among its signal tasks (``(source, _READ)``).

@@ -42,7 +42,7 @@ TSQUERY_SQL: Final = search_sql.tsquery_sql("memory_entries")
 RECENT_ORDER: Final = "coalesce(e.valid_from, e.created_at) DESC, e.created_at DESC, e.id DESC"
 
 
-def _memories_in_scope(scope: MemoryScope, column: str) -> list[str]:
+def memories_in_scope(scope: MemoryScope, column: str) -> list[str]:
     """The alternatives (ORed) of "in a searched memory" for the memory id ``column``."""
     which = []
     if scope.memory_ids:
@@ -57,7 +57,7 @@ def scope_sql(scope: MemoryScope, alias: str = "e") -> str:
     them when its memory is, or when its own tags match)."""
     a = alias
     parts = [f"{a}.project_id = %(project_id)s", f"{a}.confidence >= %(min_confidence)s"]
-    which = _memories_in_scope(scope, f"{a}.memory_id")
+    which = memories_in_scope(scope, f"{a}.memory_id")
     if scope.tag_patterns:
         which.append(search_sql.tags_match(f"{a}.tags"))
     parts.append("(" + " OR ".join(which or ["false"]) + ")")
@@ -376,24 +376,3 @@ FACTS_IN_SCOPE: Final = search_sql.ScopedSource[MemoryScope](
 scope_size, vector, keyword = FACTS_IN_SCOPE.scope_size, FACTS_IN_SCOPE.vector, FACTS_IN_SCOPE.keyword
 candidate_rows = FACTS_IN_SCOPE.candidate_rows
 
-
-def episode_rows(
-    conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, embedding: Vector | None, limit: int
-) -> list[Row]:
-    """The episodes of the searched memories, nearest to ``embedding`` first (most recent without)."""
-    which = _memories_in_scope(scope, "ep.memory_id")
-    where = "ep.project_id = %(project_id)s AND (" + " OR ".join(which or ["false"]) + ")"
-    if scope.as_of is not None:
-        where += " AND (ep.occurred_at IS NULL OR ep.occurred_at <= %(as_of)s)"
-    if embedding is not None:
-        where += " AND ep.embedding IS NOT NULL"
-        order = "ep.embedding <=> %(embedding)s::vector, ep.id"
-    else:
-        order = "ep.occurred_at DESC NULLS LAST, ep.created_at DESC, ep.id DESC"
-    sql = (
-        "SELECT ep.id, ep.memory_id, ep.conversation_id, ep.turn_id, ep.occurred_at, ep.transcript,"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-        f" {search_sql.similarity('ep')} AS similarity"
-        f" FROM episodes ep WHERE {where} ORDER BY {order} LIMIT %(limit)s"
-    )
-    params = scope_params(project_id, scope) | {"embedding": embedding, "limit": PlanValue(limit)}
-    return conn.execute(sql, params).fetchall()

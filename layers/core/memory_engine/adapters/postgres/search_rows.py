@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_engine.adapters.postgres.database import Row
-from memory_engine.domain.search_models import DocumentResult, EntityLink, MemoryResult
+from memory_engine.domain.search_models import DocumentResult, EntityLink, EpisodeResult, EpisodeSearchResult, MemoryResult
 
 
 def _float(value: Any) -> float | None:
@@ -40,4 +40,20 @@ def document_result(row: Row) -> DocumentResult:
         id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
         document_id=row["document_id"], path=row["path"], title=row["title"], page=row["page"],
         chunk_index=row["chunk_index"], tags=list(row["tags"] or []), metadata=row["metadata"],
+    )
+
+
+def episode_result(row: Row) -> EpisodeSearchResult:
+    return EpisodeSearchResult(
+        id=row["id"], content=row["content"], score=0.0, similarity_score=_float(row["similarity"]),
+        memory_id=row["memory_id"], conversation_id=row["conversation_id"], turn_id=row["turn_id"], role=row["role"],
+        occurred_at=row["occurred_at"], created_at=row["created_at"], metadata=row["metadata"],
+    )
+
+
+def listed_episode(row: Row) -> EpisodeResult:
+    """An episode of the deprecated ``episodes`` list (``search_episodes.first_window_rows``)."""
+    return EpisodeResult(
+        id=row["id"], memory_id=row["memory_id"], conversation_id=row["conversation_id"], turn_id=row["turn_id"],
+        occurred_at=row["occurred_at"], transcript=row["transcript"], similarity_score=similarity(row),
     )

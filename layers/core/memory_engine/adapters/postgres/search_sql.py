@@ -42,7 +42,9 @@ class SearchTable:
 
     ``table`` holds the ``embedding`` and ``search_tsv`` columns under ``alias``; ``from_sql``
     adds what the scope filter joins; ``row_from`` what a result row reads (``row_columns``),
-    with ``owners`` the aliases whose ``project_id`` a read by id checks."""
+    with ``owners`` the aliases whose ``project_id`` a read by id checks; ``cosine`` how a row's
+    cosine to ``%(embedding)s`` is computed ("": its own ``embedding``'s; an episode's is its
+    best window's)."""
 
     source: SourceType
     table: str
@@ -51,6 +53,7 @@ class SearchTable:
     row_columns: str
     owners: tuple[str, ...] = field(default=())
     row_from: str = ""  # "": from_sql
+    cosine: str = ""
 
     def __post_init__(self) -> None:
         if not self.row_from:
@@ -223,9 +226,10 @@ def candidate_rows(
     those within ``where``, with ``similarity`` and ``bm25`` (:func:`bm25.score_columns`) and the
     source's own ``columns``."""
     a = table.alias
+    scores = bm25.score_columns(a, with_bm25=bool(scoring.idfs), context=bm25.has_context(table.table), cosine=table.cosine)
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)b::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-        f" SELECT {a}.id, {bm25.score_columns(a, with_bm25=bool(scoring.idfs), context=bm25.has_context(table.table))}, {columns}"
+        f" SELECT {a}.id, {scores}, {columns}"
         f" FROM {table.from_sql} WHERE {a}.id IN (SELECT id FROM picked) AND {where}"
     )
     params = params | {"ids": ids, "top": top, "window": PlanValue(window)} | bm25.score_params(
