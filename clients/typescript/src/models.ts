@@ -33,6 +33,8 @@ export type SearchResponse = Schemas["SearchResponseBody"];
 export type SearchResult = SearchResponse["results"][number];
 export type MemoryResult = Schemas["MemoryResult"];
 export type DocumentResult = Schemas["DocumentResult"];
+/** A recorded conversation turn in the fused results (`include: ["episodes"]`). */
+export type EpisodeSearchResult = Schemas["EpisodeSearchResult"];
 export type ExtractionRunPage = Schemas["ExtractionRunPage"];
 export type ExtractionRun = ExtractionRunPage["data"][number];
 export type CreateTextDocument = Schemas["CreateTextDocument"];

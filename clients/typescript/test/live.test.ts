@@ -8,7 +8,7 @@ import { test } from "node:test";
 
 import {
   AuthenticationError, MemoryEngineClient, NotFoundError, UnprocessableEntityError, type DocumentResult, type Memory,
-  type MemoryResult,
+  type EpisodeSearchResult, type MemoryResult,
 } from "memory-engine-client";
 import { compareOperations } from "./contract.js";
 import { liveClient, unique } from "./support.js";
@@ -170,6 +170,12 @@ test("conversation turns: recorded in order, idempotent by turn_id, listed and d
     { role: "assistant", content: "Noted: Lisbon on Friday.", turn_id: "t-2" },
   ]);
   assert.equal(again.turns[0]!.created, false);
+  // with include: ["episodes"] the turns join the fused ranking, typed by their source_type
+  const found = await me.search("When does my flight to Lisbon leave?", {
+    memory_ids: [memory.id], include: ["episodes"], min_score: 0,
+  });
+  const episodes = found.results.filter((r): r is EpisodeSearchResult => r.source_type === "episode");
+  assert.ok(episodes.some((e) => e.conversation_id === conversation && e.content.includes("Lisbon")));
   const turns = await collect(me.iterTurns(memory.id, { conversation_id: conversation, limit: 1 }));
   assert.deepEqual(turns.map((t) => t.content), ["My flight to Lisbon leaves on Friday.", "Noted: Lisbon on Friday."]);
   await me.deleteTurn(memory.id, "t-2", { conversationId: conversation });

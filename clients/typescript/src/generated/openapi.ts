@@ -1230,7 +1230,8 @@ export interface components {
         };
         /**
          * EpisodeResult
-         * @description A stored turn transcript (``include: ["episodes"]``).
+         * @description A stored turn transcript in ``episodes`` (``include: ["episodes"]``), kept for clients of
+         *     earlier releases: the same episodes are ranked among ``results`` (``source_type: "episode"``).
          */
         EpisodeResult: {
             /** Conversation Id */
@@ -1245,6 +1246,59 @@ export interface components {
             similarity_score?: number | null;
             /** Transcript */
             transcript: string;
+            /** Turn Id */
+            turn_id?: string | null;
+        };
+        /**
+         * EpisodeSearchResult
+         * @description A conversation turn (an episode of a searched memory) in the results, with
+         *     ``include: ["episodes"]``: ``content`` is the passage of the turn that matched (its best
+         *     window, some 1,000 characters; the whole transcript when it is shorter).
+         */
+        EpisodeSearchResult: {
+            /** Content */
+            content: string;
+            /** Conversation Id */
+            conversation_id?: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: string;
+            /** Memory Id */
+            memory_id: string | null;
+            /**
+             * Metadata
+             * @description the turn's metadata as recorded (null for an episode of several messages)
+             */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** Occurred At */
+            occurred_at?: string | null;
+            /**
+             * Role
+             * @description the turn's role (null for an episode of several messages)
+             */
+            role?: string | null;
+            /**
+             * Score
+             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query and the share of the query's keyword weight it matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
+             */
+            score: number;
+            /** Signal Ranks */
+            signal_ranks?: {
+                [key: string]: number;
+            };
+            /** Similarity Score */
+            similarity_score?: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            source_type: "episode";
             /** Turn Id */
             turn_id?: string | null;
         };
@@ -1847,7 +1901,10 @@ export interface components {
             document_ids?: string[] | null;
             /** Document Paths */
             document_paths?: string[] | null;
-            /** Include */
+            /**
+             * Include
+             * @description `raw`: each fact's extraction fields; `episodes`: the searched memories' conversation turns (episodes, as `POST /v1/memories/{memory_id}/turns` and `turn.completed` events record them) join the ranking as results with `source_type: "episode"`, found by every signal over the whole turn (BM25 over its full text, vectors over windows that cover it), `content` the passage that matched; `synthesis`: a short prose summary of the results by the chat model
+             */
             include?: ("raw" | "episodes" | "synthesis")[];
             /**
              * Limit
@@ -1903,7 +1960,7 @@ export interface components {
              */
             episodes?: components["schemas"]["EpisodeResult"][] | null;
             /** Results */
-            results: (components["schemas"]["MemoryResult"] | components["schemas"]["DocumentResult"])[];
+            results: (components["schemas"]["MemoryResult"] | components["schemas"]["DocumentResult"] | components["schemas"]["EpisodeSearchResult"])[];
             /** @description with `include: ["synthesis"]`, when the chat model answered */
             synthesis?: components["schemas"]["Synthesis"] | null;
         };
