@@ -94,11 +94,7 @@ def _turn_sql(row: str, scope: MemoryScope, direction: str) -> str:
 
 def _neighbours(scope: MemoryScope) -> str:
     """The episodes within ``%(window)s`` of each of ``%(top)s`` in its conversation."""
-    return (
-        " UNION SELECT n.id FROM episodes c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-        f"({_turn_sql('c', scope, '<')}) UNION ALL ({_turn_sql('c', scope, '>')})) n"
-        " WHERE c.id = ANY(%(top)b::text[]) AND c.project_id = %(project_id)s AND c.conversation_id IS NOT NULL"
-    )
+    return search_sql.neighbours_of_top("episodes", "conversation_id", _turn_sql("c", scope, "<"), _turn_sql("c", scope, ">"))
 
 
 def _candidate_columns(scope: MemoryScope) -> str:

@@ -354,11 +354,8 @@ _SUBJECTS = (
 
 def _neighbours(scope: MemoryScope) -> str:
     """The live entries within ``%(window)s`` of each of ``%(top)s`` in its conversation."""
-    return (
-        " UNION SELECT n.id FROM memory_entries c CROSS JOIN LATERAL ("  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-        f"({_neighbour_sql('c', 'p', scope, '<')}) UNION ALL ({_neighbour_sql('c', 'p', scope, '>')})) n"
-        " WHERE c.id = ANY(%(top)b::text[]) AND c.project_id = %(project_id)s AND c.source_conversation_id IS NOT NULL"
-    )
+    return search_sql.neighbours_of_top("memory_entries", "source_conversation_id", _neighbour_sql("c", "p", scope, "<"),
+                                        _neighbour_sql("c", "p", scope, ">"))
 
 
 def _candidate_columns(scope: MemoryScope) -> str:

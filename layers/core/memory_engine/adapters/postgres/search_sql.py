@@ -36,6 +36,16 @@ Scope = TypeVar("Scope", MemoryScope, DocumentScope)
 COMMON_SHARE: Final = 0.02
 
 
+def neighbours_of_top(table: str, conversation: str, before: str, after: str) -> str:
+    """A ``UNION`` branch for a candidate read's ``picked`` ids: the rows of ``table`` (aliased ``c``
+    in ``before``/``after``, the statements of the rows just before and after ``c`` in its
+    conversation) around each of ``%(top)s`` whose ``conversation`` column is set."""
+    return (
+        f" UNION SELECT n.id FROM {table} c CROSS JOIN LATERAL (({before}) UNION ALL ({after})) n"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+        f" WHERE c.id = ANY(%(top)b::text[]) AND c.project_id = %(project_id)s AND c.{conversation} IS NOT NULL"
+    )
+
+
 @dataclass(frozen=True)
 class SearchTable:
     """Where one source's searchable rows live.
