@@ -214,8 +214,9 @@ class EntityLink(ResponseModel):
     role: str
 
 
-class MemoryResult(ResponseModel):
-    source_type: Literal["memory"] = "memory"
+class _Result(ResponseModel):
+    """What every search result has, whatever its ``source_type`` (the server's ``_Result``)."""
+
     id: str
     content: str
     #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
@@ -223,6 +224,10 @@ class MemoryResult(ResponseModel):
     score: float
     similarity_score: float | None = None
     signal_ranks: dict[str, int] = Field(default_factory=dict)
+
+
+class MemoryResult(_Result):
+    source_type: Literal["memory"] = "memory"
     memory_id: str
     memory_name: str
     tags: list[str] = Field(default_factory=list)
@@ -237,15 +242,8 @@ class MemoryResult(ResponseModel):
     raw: dict[str, Any] | None = None
 
 
-class DocumentResult(ResponseModel):
+class DocumentResult(_Result):
     source_type: Literal["document"] = "document"
-    id: str
-    content: str
-    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
-    #: queries and memories; it never rises down the page).
-    score: float
-    similarity_score: float | None = None
-    signal_ranks: dict[str, int] = Field(default_factory=dict)
     document_id: str
     path: str
     title: str | None = None
@@ -255,17 +253,10 @@ class DocumentResult(ResponseModel):
     metadata: dict[str, Any] | None = None
 
 
-class EpisodeSearchResult(ResponseModel):
+class EpisodeSearchResult(_Result):
     """A conversation turn (``include=["episodes"]``); ``content`` is the passage that matched."""
 
     source_type: Literal["episode"] = "episode"
-    id: str
-    content: str
-    #: A calibrated estimate, 0..1, that the row is relevant to the query (comparable across
-    #: queries and memories; it never rises down the page).
-    score: float
-    similarity_score: float | None = None
-    signal_ranks: dict[str, int] = Field(default_factory=dict)
     memory_id: str | None
     conversation_id: str | None = None
     turn_id: str | None = None

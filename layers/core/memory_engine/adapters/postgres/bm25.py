@@ -70,11 +70,6 @@ RESCORE_HEADROOM: Final = 2.0
 CONTEXT_WEIGHT: Final = 0.5
 
 
-def has_context(table: str) -> bool:
-    """Whether ``table``'s rows have the context field (weight B of ``search_tsv``, ``context_tokens``)."""
-    return table == "memory_entries"
-
-
 @dataclass(frozen=True)
 class KeywordLimits:
     """The bounds of a keyword statement's reads, written into its text: :data:`HITS_BUDGET` and
@@ -199,7 +194,7 @@ def counts_locally(n: int, column: ColumnStats, limits: KeywordLimits = KeywordL
 
 def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_from: str | None = None,
                 hits_scope: str | None = None, strict: bool = False, local: bool = False,
-                limits: KeywordLimits = KeywordLimits()) -> str:
+                limits: KeywordLimits = KeywordLimits(), context: bool = False) -> str:
     """One statement: the ``%(depth)s`` best rows by BM25 for ``%(text)s`` within ``scope_sql``,
     as ``(id, score, idfs, analyzed)``; ``idfs`` (on one row, NULL on the others: the client parses
     it once) maps each scored lexeme to its idf so other candidates can be scored alike, and
@@ -208,7 +203,8 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
     :class:`ColumnStats` (``shares``, ``total``) and the scope's. With ``strict`` (the caller wrote
     websearch syntax) only rows matching ``websearch_to_tsquery`` are ranked. ``hits_from``/
     ``hits_scope`` may be a cheaper superset of the scope to find and count rows by (df); the
-    best of them are then checked against the full scope before they are rescored."""
+    best of them are then checked against the full scope before they are rescored. ``context``:
+    the table's rows have the context field (:func:`bm25_expr`)."""
     a = alias
     if hits_from:
         recheck_from = f" JOIN {from_sql} ON {a}.id = best.id WHERE {scope_sql}"
@@ -267,7 +263,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         ), {picked}
         SELECT id, score, CASE WHEN {first} THEN (SELECT json_object_agg(lexeme, idf) FROM idf) END AS idfs,
                CASE WHEN {first} THEN {analyzed_sql(table)} END AS analyzed
-        FROM (SELECT x.id, {bm25_expr("x", "idf i", "ARRAY(SELECT lexeme FROM idf)", context=has_context(table))} AS score
+        FROM (SELECT x.id, {bm25_expr("x", "idf i", "ARRAY(SELECT lexeme FROM idf)", context=context)} AS score
               FROM picked JOIN {table} x ON x.id = picked.id
               ORDER BY score DESC, x.id LIMIT %(depth)s) ranked
         ORDER BY score DESC, id"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound

@@ -35,6 +35,7 @@ FACTS: Final = SearchTable(
         f" {ENTITIES_OF.format(alias='e')} AS entities"  # the one listing the entry routes use
     ),
     owners=("e", "m"),
+    context=True,
 )
 
 TSQUERY_SQL: Final = search_sql.tsquery_sql("memory_entries")

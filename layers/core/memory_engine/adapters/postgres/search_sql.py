@@ -54,7 +54,8 @@ class SearchTable:
     adds what the scope filter joins; ``row_from`` what a result row reads (``row_columns``),
     with ``owners`` the aliases whose ``project_id`` a read by id checks; ``cosine`` how a row's
     cosine to ``%(embedding)s`` is computed ("": its own ``embedding``'s; an episode's is its
-    best window's)."""
+    best window's); ``context`` whether its rows have the context field (weight B of ``search_tsv``
+    and ``context_tokens``: a fact's neighbouring turns, the second field of BM25F)."""
 
     source: SourceType
     table: str
@@ -64,6 +65,7 @@ class SearchTable:
     owners: tuple[str, ...] = field(default=())
     row_from: str = ""  # "": from_sql
     cosine: str = ""
+    context: bool = False
 
     def __post_init__(self) -> None:
         if not self.row_from:
@@ -138,14 +140,14 @@ def keyword(
     ``hits_from``/``hits_scope`` and ``limits`` as in :func:`bm25.keyword_sql`."""
     sql = bm25.keyword_sql(table=table.table, alias=table.alias, from_sql=table.from_sql, scope_sql=where,
                            hits_from=hits_from, hits_scope=hits_scope, strict=q.keyword_strict,
-                           local=bm25.counts_locally(stats[0], column, limits), limits=limits)
+                           local=bm25.counts_locally(stats[0], column, limits), limits=limits, context=table.context)
     return bm25.rank(conn, sql, params, source=table.source, table=table.table, q=q, stats=stats, column=column)
 
 
 def scope_size(conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params) -> bm25.ScopeStats:
     """``(N, avgdl, avgcl)`` of the scope for BM25: its rows and their mean ``search_tokens``."""
     return bm25.scope_stats(conn, alias=table.alias, from_sql=table.from_sql, scope_sql=where, params=params,
-                            context=bm25.has_context(table.table))
+                            context=table.context)
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ def candidate_rows(
     those within ``where``, with ``similarity`` and ``bm25`` (:func:`bm25.score_columns`) and the
     source's own ``columns``."""
     a = table.alias
-    scores = bm25.score_columns(a, with_bm25=bool(scoring.idfs), context=bm25.has_context(table.table), cosine=table.cosine)
+    scores = bm25.score_columns(a, with_bm25=bool(scoring.idfs), context=table.context, cosine=table.cosine)
     sql = (
         f"WITH picked AS (SELECT unnest(%(ids)b::text[]) AS id{neighbours if window > 0 and top else ''})"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" SELECT {a}.id, {scores}, {columns}"
