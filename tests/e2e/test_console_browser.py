@@ -32,14 +32,12 @@ from tests.support.extraction import ScriptedChatModel, fact, turn_event
 from tests.support.pdfs import text_pdf
 
 selenium = pytest.importorskip("selenium", reason="selenium is in the dev extra: pip install -e '.[dev]'")
-from selenium.common.exceptions import StaleElementReferenceException, TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-FOREIGN_MARKER = "Zanzibar-secret-of-project-B"
+from tests.e2e.console_story import FOREIGN_MARKER, Story, wait_for  # noqa: E402
+
 PHONE = (390, 844)
 #: The test's own WebDriver client logs what it types (the key included): not server lines.
 CLIENT_LOGGERS = ("selenium", "urllib3")
@@ -134,61 +132,6 @@ def _pdf_under_test() -> tuple[str, bytes, int]:
     pages = [(line * 8).format(n=n) for n in range(1, 161)]
     return "console-manual.pdf", text_pdf(pages), len(pages)
 
-
-def wait_for(driver: WebDriver, css: str, timeout: float = 20.0, *, text: str | None = None) -> WebElement:
-    def found(d: WebDriver) -> WebElement | bool:
-        try:
-            for el in d.find_elements(By.CSS_SELECTOR, css):
-                if text is None or text in el.text:
-                    return el
-        except StaleElementReferenceException:  # the view re-rendered under us: look again
-            pass
-        return False
-
-    try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(found)  # type: ignore[no-any-return]
-    except TimeoutException:
-        status = driver.find_element(By.ID, "status").text
-        raise AssertionError(f"{css!r} (text {text!r}) did not appear; status line: {status!r}") from None
-
-
-def save_full_page(driver: WebDriver, path: Path) -> None:
-    """The whole page, not just the viewport (Chromium's DevTools protocol)."""
-    import base64
-
-    width, height = driver.execute_script(
-        "return [document.documentElement.clientWidth, document.documentElement.scrollHeight]")
-    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": width, "height": min(height, 6000), "scale": 1}})
-    path.write_bytes(base64.b64decode(shot["data"]))
-
-
-class Story:
-    """What every step checks, whatever the page: no foreign data, no key in URL or localStorage."""
-
-    def __init__(self, driver: WebDriver, engine: RunningEngine, key: str, shots: Path) -> None:
-        self.driver, self.engine, self.key, self.shots = driver, engine, key, shots
-        self.pages_seen = 0
-
-    def check_page(self, name: str) -> None:
-        d = self.driver
-        assert FOREIGN_MARKER not in d.page_source, f"another project's data on {name}"
-        assert self.key not in d.current_url and self.key not in d.execute_script("return location.href")
-        stored = d.execute_script("return JSON.stringify(Object.assign({}, localStorage))")
-        assert self.key not in stored and json.loads(stored) == {}, stored
-        unlabelled = d.execute_script("""
-            return [...document.querySelectorAll('#main input, #main select, #main textarea')]
-              .filter(el => el.type !== 'hidden' && el.labels.length === 0 && !el.getAttribute('aria-label'))
-              .map(el => el.outerHTML);""")
-        assert unlabelled == [], f"form controls without a label on {name}: {unlabelled}"
-        overflow = d.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
-        assert overflow <= 1, f"{name} scrolls sideways by {overflow}px at {d.get_window_size()}"
-        save_full_page(d, self.shots / f"{name}.png")
-        self.pages_seen += 1
-
-    def go(self, hash_: str) -> None:
-        self.driver.execute_script("location.hash = arguments[0]", hash_)
 
 
 def test_console_story(browser: WebDriver, engine: RunningEngine, chat: ScriptedChatModel, screenshots: Path,

@@ -60,7 +60,8 @@ def test_console_without_slash_redirects_and_unknown_files_are_404(container: Co
 
 
 def test_only_the_packaged_static_files_are_servable() -> None:
-    assert set(console_files()) == {"index.html", "console.css", "console.js"}
+    assert set(console_files()) == {"index.html", "console.css", "console.js", "page.js", "memories.js", "documents.js",
+                                    "search.js", "runs.js"}
 
 
 def test_the_console_is_not_part_of_the_api_document(container: Container) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -33,14 +34,28 @@ class Synthesized:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+def synthesized(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Synthesized:
+    """One synthesis per test run: the first pytest-xdist worker to get here synthesizes and writes
+    the template and cdk-nag's report beside the workers' temporary folders; the others wait on the
+    lock and read them."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    written = shared / "synthesized.json"
+    with open(shared / "synthesized.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not written.exists():
+            written.write_text(json.dumps(_synthesize(tmp_path_factory.mktemp("cdk.out"))), "utf-8")
+        return Synthesized(**json.loads(written.read_text("utf-8")))
+
+
+def _synthesize(outdir: Path) -> dict[str, Any]:
     from memory_engine_infra.app import STACK_NAME, build_app
 
-    outdir = tmp_path_factory.mktemp("cdk.out")
     # the placeholder dependency layer: tests must not depend on `make layer` having run
     # and an operator's CONVERTER_ALLOWED_HOSTS, to see where the stack passes it
     app = build_app({"layers_prebuilt": "false", "converter_allowed_hosts": CONVERTER_ALLOWED_HOSTS}, outdir=str(outdir))
     assembly = app.synth()  # raises when cdk-nag reports an unacknowledged error
     template = assembly.get_stack_by_name(STACK_NAME).template
     report = json.loads((outdir / "validation-report.json").read_text("utf-8"))
-    return Synthesized(template=template, validation_report=report)
+    return {"template": template, "validation_report": report}

@@ -37,8 +37,9 @@ def test_text_colours_meet_wcag_aa(text: str, background: str) -> None:
 
 
 def test_the_script_never_writes_markup_or_persists_the_key() -> None:
-    script = console_files()["console.js"].decode()
-    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("//"))
+    modules = [body.decode() for name, body in console_files().items() if name.endswith(".js")]
+    assert len(modules) > 1  # every module of the console is read, not only the entry point
+    code = "\n".join(line for script in modules for line in script.splitlines() if not line.lstrip().startswith("//"))
     assert "innerHTML" not in code and "outerHTML" not in code and "insertAdjacentHTML" not in code
     assert "localStorage" not in code and "document.cookie" not in code
     assert "eval(" not in code and "new Function" not in code
@@ -52,3 +53,11 @@ def test_the_page_has_no_inline_script_or_style_for_the_csp_to_block() -> None:
     assert re.search(r"<script(?![^>]*\bsrc=)", page) is None
     assert "<style" not in page and " style=" not in page
     assert re.search(r"\son[a-z]+\s*=", page) is None  # no inline event handlers
+
+
+def test_every_module_the_console_imports_is_served_and_every_served_module_is_imported() -> None:
+    files = console_files()
+    imported = {"console.js"} | {
+        name for body in files.values() for name in re.findall(r'^import .* from "\./([\w.-]+\.js)";$', body.decode(), re.M)}
+    assert imported == {name for name in files if name.endswith(".js")}
+    assert '<script type="module" src="console.js">' in files["index.html"].decode()
