@@ -15,6 +15,7 @@ from memory_engine.domain.cursor import Cursor
 from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import Memory, MemoryEntry, NewEntry
 from memory_engine.ports.embedder import Vector
+from memory_engine.ports.episodes import EpisodeWindow
 
 
 @dataclass(frozen=True)
@@ -138,14 +139,19 @@ REPAIRABLE_TABLES = ("memory_entries", "entities", "episodes", "document_chunks"
 
 
 class EmbeddingRepairRepository(Protocol):
-    """Finds rows stored without a vector and stores repaired vectors (all projects: an operator tool)."""
+    """Finds rows stored without a vector and stores repaired vectors (all projects: an operator tool).
+    An episode misses vectors while its windows do not cover its whole transcript."""
 
     def count_missing(self, table: str) -> int: ...
     def missing(self, table: str, *, after_id: str | None, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(id, text to embed)`` pairs with ``id > after_id``, by id."""
         ...
     def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
-        """Sets the vectors of rows still missing one; returns how many were set."""
+        """Sets the vectors of rows still missing one; returns how many were set (not episodes)."""
+        ...
+    def store_windows(self, episodes: Sequence[tuple[str, Sequence[EpisodeWindow]]]) -> int:
+        """Replaces each episode's vector windows (``missing("episodes")`` gives the transcripts they span)
+        and sets its own vector when it had none; returns how many episodes were repaired."""
         ...
 
 

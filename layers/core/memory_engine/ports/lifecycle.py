@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from memory_engine.domain.entries import Memory, MemoryEntry
 from memory_engine.ports.embedder import Vector
+from memory_engine.ports.episodes import EpisodeWindow
 
 
 class ExpiryRepository(Protocol):
@@ -84,7 +85,8 @@ class ImportedEpisode:
     occurred_at: datetime | None
     transcript: str
     messages: list[Any]
-    embedding: Vector | None
+    #: vectors over the whole transcript, as a recorded turn gets them (none when the model failed)
+    windows: Sequence[EpisodeWindow]
     created_at: datetime
 
 

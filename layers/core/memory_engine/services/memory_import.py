@@ -33,11 +33,14 @@ from pydantic import BaseModel, ValidationError
 from memory_engine import ids
 from memory_engine.domain.entities import NewEntityLink, anchor_name, display_entity_name, embedding_text, normalize_entity_name
 from memory_engine.domain.entries import EntryEntity, Memory, MemoryEntry
+from memory_engine.domain.turns import window_spans
 from memory_engine.domain.validation import JsonTooDeep, loads_json
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.embedder import Embedder, Vector
+from memory_engine.ports.episodes import EpisodeWindow
 from memory_engine.ports.lifecycle import ImportedEntity, ImportedEntry, ImportedEpisode, ImportedMemory, ImportRepository
 from memory_engine.services.export_import import EntityRecord, EntryRecord, EpisodeRecord, HeaderRecord, MemoryRecord
+from memory_engine.services.turns import embed_windows
 from memory_engine.services.write_entry import embed_best_effort
 
 #: The most rows (entities, entries, episodes) an import writes in one transaction; a larger one is
@@ -196,12 +199,11 @@ class _Writer:
         self._known_entities.update(entities)
         named = list(entities.items())
         entity_vectors = self._vectors([e.display_name for _, e in named], [e.embedding for _, e in named])
-        episode_vectors = self._vectors([e.transcript for e in episodes], [e.embedding for e in episodes])
         return _Batch(
             [ImportedEntity(key, e.display_name, e.entity_type, v) for (key, e), v in zip(named, entity_vectors, strict=True)],
             self._entry_rows(entries),
-            [ImportedEpisode(e.conversation_id, e.turn_id, e.event_id, e.occurred_at, e.transcript, e.messages, v,
-                             e.created_at) for e, v in zip(episodes, episode_vectors, strict=True)])
+            [ImportedEpisode(e.conversation_id, e.turn_id, e.event_id, e.occurred_at, e.transcript, e.messages, w,
+                             e.created_at) for e, w in zip(episodes, self._windows(episodes), strict=True)])
 
     def store(self, batch: _Batch) -> None:
         self._importer.upsert_entities(self._project, batch.entities)
@@ -228,6 +230,24 @@ class _Writer:
                 out[i] = vector
             self.counts.embedded += len(missing)
         return out
+
+    def _windows(self, records: list[EpisodeRecord]) -> list[list[EpisodeWindow]]:
+        """Each episode's vector windows over its whole transcript, as a recorded turn gets them (an export
+        holds one vector per episode): the file's vector serves a transcript that fits one window, the
+        others are embedded in one call (best effort: none when the model fails)."""
+        out: list[list[EpisodeWindow] | None] = []
+        for r in records:
+            spans = window_spans(r.transcript)
+            given = r.embedding if self.counts.vectors_reused and len(spans) == 1 else None
+            out.append([EpisodeWindow(*spans[0], np.asarray(given, dtype=np.float32))]
+                       if given is not None and len(given) == self._embedder.dimensions else None)
+        missing = [i for i, windows in enumerate(out) if windows is None]
+        if missing:
+            embedded = embed_windows(self._embedder, [records[i].transcript for i in missing])
+            for i, windows in zip(missing, embedded, strict=True):
+                out[i] = windows
+            self.counts.embedded += len(missing)
+        return [windows or [] for windows in out]
 
     def _entry_rows(self, records: list[EntryRecord]) -> list[ImportedEntry]:
         texts = []

@@ -141,17 +141,23 @@ def _transcript(turn: TurnInput) -> str:
 
 
 def embed_windows(embedder: Embedder, transcripts: Sequence[str]) -> list[list[EpisodeWindow]]:
-    """Each transcript's vector windows (:func:`memory_engine.domain.turns.window_spans`: the whole
-    turn, however long), every window of every transcript embedded in one call. When the model
-    fails the episodes are stored without (best effort, as before: keyword search still finds
-    them) and a ``turn.completed`` event's redelivery embeds them again."""
-    spans = [window_spans(transcript) for transcript in transcripts]
-    texts = [transcript[start:end] for transcript, own in zip(transcripts, spans, strict=True) for start, end in own]
+    """Each transcript's vector windows (:func:`window_vectors`) when the model answers. When it fails
+    the episodes are stored without (best effort, as before: keyword search still finds them; a
+    ``turn.completed`` event's redelivery or ``memory-engine reembed`` embeds them later)."""
     try:
-        vectors = iter(embedder.embed_documents(texts)) if texts else iter(())
+        return window_vectors(embedder, transcripts)
     except EmbeddingError as error:
         logger.warning("turns stored without embeddings: %s", error.message)
         return [[] for _ in transcripts]
+
+
+def window_vectors(embedder: Embedder, transcripts: Sequence[str]) -> list[list[EpisodeWindow]]:
+    """Each transcript's vector windows (:func:`memory_engine.domain.turns.window_spans`: the whole
+    turn, however long), every window of every transcript embedded in one call. Raises
+    EmbeddingError when the model fails."""
+    spans = [window_spans(transcript) for transcript in transcripts]
+    texts = [transcript[start:end] for transcript, own in zip(transcripts, spans, strict=True) for start, end in own]
+    vectors = iter(embedder.embed_documents(texts)) if texts else iter(())
     return [[EpisodeWindow(start, end, next(vectors)) for start, end in own] for own in spans]
 
 

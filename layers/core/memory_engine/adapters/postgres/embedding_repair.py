@@ -1,4 +1,6 @@
-"""Rows stored without a vector, and their repair (``memory-engine reembed``)."""
+"""Rows stored without a vector, and their repair (``memory-engine reembed``). An episode is missing
+vectors when its windows do not cover its whole transcript: stored while the model failed, imported
+before imports embedded every window, or windowed by migration 0009 from its one vector."""
 
 from __future__ import annotations
 
@@ -6,10 +8,11 @@ from collections.abc import Sequence
 
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_sql import role_rank
-from memory_engine.adapters.postgres.episodes import FIRST_WINDOW_SQL
+from memory_engine.adapters.postgres.episodes import write_windows
 from memory_engine.domain.entities import embedding_text
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import REPAIRABLE_TABLES
+from memory_engine.ports.episodes import EpisodeWindow
 
 #: What each table embeds. Entries are embedded anchor-enriched, as the funnel does: the anchor
 #: (``domain.entities.anchor_name``) is the first entity of the entry's listing.
@@ -19,8 +22,15 @@ _TEXT = {
         f" WHERE l.entry_id = t.id ORDER BY {role_rank('l.role')}, n.name LIMIT 1) AS anchor"
     ),
     "entities": "display_name AS content, NULL::text AS anchor",
-    "episodes": "transcript AS content, NULL::text AS anchor",
+    "episodes": "transcript AS content, NULL::text AS anchor",  # the text the windows index: never changed
     "document_chunks": "content, NULL::text AS anchor",
+}
+
+
+#: The rows of each table that miss vectors (``t``: the table).
+_MISSING = {table: "t.embedding IS NULL" for table in REPAIRABLE_TABLES} | {
+    "episodes": ("coalesce((SELECT max(w.end_char) FROM episode_windows w WHERE w.episode_id = t.id), 0)"
+                 " < length(t.transcript)"),
 }
 
 
@@ -36,19 +46,23 @@ class PostgresEmbeddingRepair:
 
     def count_missing(self, table: str) -> int:
         with self._db.connection() as conn:
-            row = conn.execute(f"SELECT count(*) AS n FROM {_check(table)} WHERE embedding IS NULL").fetchone()  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+            row = conn.execute(f"SELECT count(*) AS n FROM {_check(table)} t WHERE {_MISSING[table]}").fetchone()  # noqa: S608 - identifiers and conditions from a fixed set
         return int(row["n"]) if row else 0
 
     def missing(self, table: str, *, after_id: str | None, limit: int) -> list[tuple[str, str]]:
         with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT t.id, {_TEXT[_check(table)]} FROM {table} t"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                " WHERE t.embedding IS NULL AND (%(after)s::text IS NULL OR t.id > %(after)s) ORDER BY t.id LIMIT %(n)s",
+                f" WHERE {_MISSING[table]} AND (%(after)s::text IS NULL OR t.id > %(after)s) ORDER BY t.id LIMIT %(n)s",
                 {"after": after_id, "n": limit},
             ).fetchall()
+        if table == "episodes":  # windows are spans of the transcript as stored
+            return [(r["id"], r["content"]) for r in rows]
         return [(r["id"], embedding_text(r["content"], r["anchor"])) for r in rows]
 
     def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
+        if table == "episodes":
+            raise ValueError("episodes are repaired with their windows (store_windows)")
         if not vectors:
             return 0
         with self._db.connection() as conn, conn.cursor() as cur:
@@ -56,7 +70,20 @@ class PostgresEmbeddingRepair:
                 f"UPDATE {_check(table)} SET embedding = %s WHERE id = %s AND embedding IS NULL",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 [(vector, row_id) for row_id, vector in vectors],
             )
-            repaired = max(cur.rowcount, 0)
-            if table == "episodes":  # an episode stored without vectors gets its first window now
-                cur.execute(FIRST_WINDOW_SQL, {"ids": [row_id for row_id, _ in vectors]})
-            return repaired
+            return max(cur.rowcount, 0)
+
+    def store_windows(self, episodes: Sequence[tuple[str, Sequence[EpisodeWindow]]]) -> int:
+        repaired = 0
+        with self._db.connection() as conn, conn.transaction():
+            for episode_id, windows in episodes:
+                if not windows:
+                    continue
+                row = conn.execute(
+                    "UPDATE episodes SET embedding = coalesce(embedding, %s) WHERE id = %s"
+                    " RETURNING id, project_id, memory_id, occurred_at",
+                    (windows[0].embedding, episode_id),
+                ).fetchone()
+                if row is not None:  # deleted meanwhile: nothing to repair
+                    write_windows(conn, row, windows)
+                    repaired += 1
+        return repaired

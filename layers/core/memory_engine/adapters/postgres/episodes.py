@@ -11,7 +11,6 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.domain.cursor import Cursor
-from memory_engine.domain.entities import EMBED_WINDOW_CHARS
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.episodes import Episode, EpisodeHit, EpisodeWindow, NewEpisode
@@ -19,18 +18,6 @@ from memory_engine.ports.episodes import Episode, EpisodeHit, EpisodeWindow, New
 _COLUMNS = (
     "id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at, transcript, messages, created_at,"
     " embedding IS NOT NULL AS has_embedding"
-)
-
-
-#: The first window of the episodes ``%(ids)s`` from their own vector (what the model read of the
-#: transcript's start), for those stored with a vector but no windows: imported episodes and those
-#: ``memory-engine reembed`` repaired (migration 0009 did the same for the episodes before it). A
-#: turn recorded through the turns endpoint or an event has windows over all of it.
-FIRST_WINDOW_SQL = (
-    "INSERT INTO episode_windows (episode_id, window_index, project_id, memory_id, occurred_at, start_char, end_char,"  # noqa: S608 - a module constant; values are bound parameters
-    f" embedding) SELECT e.id, 0, e.project_id, e.memory_id, e.occurred_at, 0, least(length(e.transcript), {EMBED_WINDOW_CHARS}),"
-    " e.embedding FROM episodes e WHERE e.id = ANY(%(ids)s::text[]) AND e.embedding IS NOT NULL"
-    " AND NOT EXISTS (SELECT 1 FROM episode_windows w WHERE w.episode_id = e.id)"
 )
 
 
@@ -75,12 +62,14 @@ def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[Episod
         },
     ).fetchone()
     if row is not None:
-        _write_windows(conn, row, windows)
+        write_windows(conn, row, windows)
     return row
 
 
-def _write_windows(conn: Connection[Any], row: dict[str, Any], windows: Sequence[EpisodeWindow]) -> None:
-    """The episode ``row``'s vector windows (its scope columns copied), replacing any it had."""
+def write_windows(conn: Connection[Any], row: dict[str, Any], windows: Sequence[EpisodeWindow]) -> None:
+    """The episode ``row``'s vector windows (its ``id`` and scope columns ``project_id``, ``memory_id``,
+    ``occurred_at`` copied), replacing any it had. Every way an episode is stored or repaired writes
+    them here: recorded turns, events, imports, ``memory-engine reembed``."""
     conn.execute("DELETE FROM episode_windows WHERE episode_id = %s", (row["id"],))
     if not windows:
         return
@@ -118,7 +107,7 @@ class PostgresEpisodeRepository:
                 (windows[0].embedding if windows else None, project_id, episode_id),
             ).fetchone()
             if row is not None:
-                _write_windows(conn, row, windows)
+                write_windows(conn, row, windows)
 
     def get(self, project_id: str, episode_id: str) -> Episode | None:
         return self._one_by("id", project_id, episode_id)

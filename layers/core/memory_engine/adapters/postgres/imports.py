@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_sql import vector_text
-from memory_engine.adapters.postgres.episodes import FIRST_WINDOW_SQL
+from memory_engine.adapters.postgres.episodes import write_windows
 from memory_engine.domain.entries import Memory
 from memory_engine.errors import NotFound
 from memory_engine.ports.lifecycle import ImportedEntity, ImportedEntry, ImportedEpisode, ImportedMemory
@@ -127,20 +127,22 @@ class PostgresImporter:
         """Returns how many were stored (an event id the project already has is skipped)."""
         if not episodes:
             return 0
-        stored: list[str] = []
+        stored = 0
         with self._connection() as conn:
             for ep in episodes:
                 row = conn.execute(
                     "INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,"
                     " transcript, messages, embedding, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s)"
-                    " ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING RETURNING id",
+                    " ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING"
+                    " RETURNING id, project_id, memory_id, occurred_at",
                     (ids.new_id(ids.EPISODE), project_id, memory_id, ep.conversation_id, ep.turn_id, ep.event_id,
-                     ep.occurred_at, ep.transcript, Jsonb(ep.messages), vector_text(ep.embedding), ep.created_at),
+                     ep.occurred_at, ep.transcript, Jsonb(ep.messages),
+                     vector_text(ep.windows[0].embedding if ep.windows else None), ep.created_at),
                 ).fetchone()
                 if row is not None:
-                    stored.append(row["id"])
-            conn.execute(FIRST_WINDOW_SQL, {"ids": stored})  # windows are not exported: the first from its vector
-        return len(stored)
+                    write_windows(conn, row, ep.windows)
+                    stored += 1
+        return stored
 
 
 def _entry_row(project_id: str, memory_id: str, item: ImportedEntry) -> tuple[Any, ...]:
