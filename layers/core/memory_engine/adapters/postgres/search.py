@@ -322,8 +322,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         ids = [key for source, key in keys if source == mems.SOURCE]
         if len(ids) < 2:
             return []
-        return self._run_all({0: partial(restated, project_id=project_id, ids=ids, min_similarity=min_similarity)},
-                             FETCH_EF_SEARCH)[0]
+        with self._database.connection() as conn, bound(conn):  # no index scan: no search settings
+            return restated(conn, project_id, ids, min_similarity)
 
     def _run_all(self, work: Mapping[_K, Callable[[psycopg.Connection[Any]], _V]], ef_search: int) -> dict[_K, _V]:
         """Every task of ``work`` in search transactions: in lanes when the index runs in parallel,
