@@ -12,8 +12,8 @@ conversation's turns share its topic, so their cosine says little about whether 
 same thing. Measured on the BEAM dev set (docs/retrieval.md, "Newer facts above older ones"): the
 original and the updated message of a knowledge update are no nearer each other than any two rows of
 their page (median cosine 0.52 against 0.55), and ordering turns newer first at this band moved
-rows on 91 % of the pages and cost the other questions a tenth of their MRR. The index leaves turns
-out (:meth:`memory_engine.ports.search.KnowledgeIndex.related_statements`).
+rows on 92 % of BEAM's pages for 3 more of its 32 pairs in order, and took LoCoMo's MRR from 0.607 to
+0.377. The index leaves turns out (:meth:`memory_engine.ports.search.KnowledgeIndex.related_statements`).
 
 When a fact held is its ``valid_from``, else when it was written; two facts that held from the same
 moment are ordered by when they were written (the later write is the correction).

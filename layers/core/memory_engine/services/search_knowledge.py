@@ -85,7 +85,8 @@ def search_knowledge(
     configured signal ranks candidates per source, the candidates' features are read (cosine, BM25,
     conversation/document neighbours, subjects, dates) and
     :func:`memory_engine.domain.fusion.fuse` scores them (``fusion="rrf"``: Reciprocal Rank Fusion
-    of the lists, ``config.rrf_k``); then only the page's rows are read. Without
+    of the lists, ``config.rrf_k``); the page's facts that state the same thing are put newest first
+    (``config.newer_first``, domain/supersession.py); then only the page's rows are read. Without
     a query, results are deterministic reads. An embedding failure degrades to keyword + entity + recency and is
     reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
     wrong dimension; :class:`DatabaseError` when the database fails.
