@@ -61,6 +61,9 @@ class SearchConfig(BaseModel):
     #: alike the newer ranks first (a value that changed: "165 commits", not the earlier "150"). Small
     #: beside the signals (each up to 1): it reorders near-ties only.
     recency_weight: float = Field(0.0, ge=0.0)
+    #: Of two facts on a page that state the same thing, the newer above the older (convex fusion,
+    #: when the vector signal runs; domain/supersession.py): one small read of the page's facts.
+    newer_first: bool = True
     neighbour_window: int = Field(2, ge=0, le=5)
     neighbour_weight: float = Field(0.3, ge=0.0)
     neighbour_decay: float = Field(0.5, ge=0.0, le=1.0)

@@ -13,6 +13,7 @@ from memory_engine.domain.search_models import (
     Scopes,
 )
 from memory_engine.domain.search_plan import RankedRow, SearchPlan
+from memory_engine.domain.supersession import Restatement
 from memory_engine.domain.vectors import Vector
 
 
@@ -40,6 +41,12 @@ class KnowledgeIndex(Protocol):
         """The rows behind ``keys`` (score 0; ``similarity_score`` = cosine to ``embedding``; an
         episode's is its best window's, and its ``content`` the window that holds the most of
         ``text``'s words, else the nearest to ``embedding``)."""
+        ...
+
+    def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
+        """The pairs of the memory facts among ``keys`` (a page) that state the same thing: of one
+        memory, vectors at least ``min_similarity`` alike, neither a conversation turn
+        (domain/supersession.py); other sources' keys are ignored."""
         ...
 
     def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from memory_engine.domain import supersession
 from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
 from memory_engine.domain.relevance import Evidence, along_ranking, kept
 from memory_engine.domain.render import render
@@ -84,7 +85,8 @@ def search_knowledge(
     configured signal ranks candidates per source, the candidates' features are read (cosine, BM25,
     conversation/document neighbours, subjects, dates) and
     :func:`memory_engine.domain.fusion.fuse` scores them (``fusion="rrf"``: Reciprocal Rank Fusion
-    of the lists, ``config.rrf_k``); then only the page's rows are read. Without
+    of the lists, ``config.rrf_k``); the page's facts that state the same thing are put newest first
+    (``config.newer_first``, domain/supersession.py); then only the page's rows are read. Without
     a query, results are deterministic reads. An embedding failure degrades to keyword + entity + recency and is
     reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
     wrong dimension; :class:`DatabaseError` when the database fails.
@@ -161,20 +163,24 @@ def _ranked(
     rows = index.ranking(project_id, _plan(request, config, scopes, query_vector))
     if config.fusion == "rrf":
         return _rrf_page(index, project_id, request, rows, query_vector.vector, raw=raw)
-    return _page(index, project_id, request, rows, query_vector.vector, raw=raw)
+    newer_first = config.newer_first and Signal.VECTOR in config.signals and query_vector.vector is not None
+    return _page(index, project_id, request, rows, query_vector.vector, raw=raw, newer_first=newer_first)
 
 
 def _page(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, ranked: Sequence[RankedRow],
-    embedding: Vector | None, *, raw: bool,
+    embedding: Vector | None, *, raw: bool, newer_first: bool = False,
 ) -> list[AnyResult]:
-    """The page read in fused order: the ranking's first ``limit`` rows, scored along the ranking
+    """The page read in fused order: the ranking's first ``limit`` rows (with ``newer_first``, the
+    facts that state the same thing newest first: :func:`_newer_first`), scored along the page
     (domain/relevance.py: a row's score is the best estimate at or below it on the page), cut by
     the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks."""
     head = ranked[: request.limit]
+    floor = _turns_and_facts_only(row.key for row in head)
+    if newer_first and kept([max((row.estimate for row in head), default=0.0)], request.min_score, default_floor=floor):
+        head = _newer_first(index, project_id, head)
     scores = along_ranking([row.estimate for row in head])
-    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score,
-                                                         default_floor=_turns_and_facts_only(row.key for row in head))]
+    page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score, default_floor=floor)]
     rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw, text=request.query)
     results: list[AnyResult] = []
     for item, score in page:
@@ -183,6 +189,18 @@ def _page(
             continue
         results.append(_shown(found, item, score))
     return results
+
+
+def _newer_first(index: KnowledgeIndex, project_id: str, head: Sequence[RankedRow]) -> list[RankedRow]:
+    """``head`` with each fact below a newer one of the page that states the same thing
+    (:func:`memory_engine.domain.supersession.newer_first`; one read of the page's facts, only when
+    it holds two). A fact moved up is then scored along the page like any row: at least the score
+    of the older fact it now stands above, so scores still never rise down the page."""
+    facts = [row.key for row in head if row.key[0] == "memory"]
+    if len(facts) < 2:
+        return list(head)
+    restated = index.related_statements(project_id, facts, supersession.MIN_SIMILARITY)
+    return supersession.newer_first(head, lambda row: row.key, restated)
 
 
 def _rrf_page(

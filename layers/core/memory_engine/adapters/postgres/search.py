@@ -29,6 +29,7 @@ from memory_engine.adapters.postgres import search_episodes as eps
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
 from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
+from memory_engine.adapters.postgres.search_restatements import restated
 from memory_engine.adapters.postgres.search_rows import document_result, episode_result, listed_episode, memory_result
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.domain.search_config import Signal
@@ -47,6 +48,7 @@ from memory_engine.domain.search_models import (
     SourceType,
 )
 from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
+from memory_engine.domain.supersession import Restatement
 from memory_engine.domain.vectors import Vector
 from memory_engine.ports.search import KnowledgeIndex
 
@@ -315,6 +317,13 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         for rows in self._run_all(work, FETCH_EF_SEARCH).values():
             found.update(rows)
         return found
+
+    def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
+        ids = [key for source, key in keys if source == mems.SOURCE]
+        if len(ids) < 2:
+            return []
+        with self._database.connection() as conn, bound(conn):  # no index scan: no search settings
+            return restated(conn, project_id, ids, min_similarity)
 
     def _run_all(self, work: Mapping[_K, Callable[[psycopg.Connection[Any]], _V]], ef_search: int) -> dict[_K, _V]:
         """Every task of ``work`` in search transactions: in lanes when the index runs in parallel,
