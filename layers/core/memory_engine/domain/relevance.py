@@ -26,8 +26,9 @@ fit: 28,520 rows, 5 % relevant), rounded to two digits; fitted on either set alo
 checked on the other, held-out LoCoMo conversations, and what the floor costs are in
 docs/retrieval.md, "Score and relevance floor"). When a signal did not run (``vector_only``,
 ``keyword_only``, a query that could not be embedded, a strict keyword query, quoted phrase or
-operators, that matched no row: domain/fusion.evidence), the model of the other signal alone is used. The cosine's scale is the embedding
-model's: the coefficients were fitted with the local all-MiniLM-L6-v2.
+operators, that matched no row: domain/fusion.evidence), the model of the other signal alone is
+used. The cosine's scale is the embedding model's: the coefficients were fitted with the local
+all-MiniLM-L6-v2.
 
 Scores follow the ranking: a page's score never rises down the page (:func:`along_ranking` gives
 each row the best estimate at or below it: the ranking says it is at least as relevant as those).
