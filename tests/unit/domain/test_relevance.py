@@ -77,3 +77,49 @@ def test_without_the_default_floor_a_page_is_kept_whole_and_min_score_still_cuts
     assert kept(low, None) == 0  # a page of memories nothing relates to
     assert kept(low, None, default_floor=False) == 2  # a page with document chunks
     assert kept(low, DEFAULT_MIN_SCORE / 3, default_floor=False) == 1
+
+
+def test_a_row_on_a_date_the_query_names_scores_higher_than_the_same_row_undated() -> None:
+    # Given a turn whose text does not hold its session's date (the query's date words read as missed)
+    undated = Evidence(cosine=0.45, coverage=0.08)
+    on_the_date = Evidence(cosine=0.45, coverage=0.08, dated=True)
+    # Then the date the query names counts as evidence, in each signal's model
+    assert relevance(undated) < DEFAULT_MIN_SCORE < relevance(on_the_date) < 1.0
+    assert relevance(Evidence(0.45, None, dated=True)) > relevance(Evidence(0.45, None))
+    assert relevance(Evidence(None, 0.3, dated=True)) > relevance(Evidence(None, 0.3))
+    # And a date alone does not make an unrelated row relevant
+    assert relevance(Evidence(cosine=0.05, coverage=0.0, dated=True)) < DEFAULT_MIN_SCORE
+
+
+def test_evidence_says_whether_the_row_falls_on_a_date_the_query_names() -> None:
+    from datetime import UTC, datetime
+
+    from memory_engine.domain.query_text import DateMention
+
+    ranked = RankedLists()
+    a: ResultKey = ("memory", "a")
+    b: ResultKey = ("memory", "b")
+    ranked.add(("memory", Signal.VECTOR), ScoredKeys([a, b], [0.4, 0.3]))
+    cands = {a: Candidate(similarity=0.4, valid_from=datetime(2022, 11, 9, 14, tzinfo=UTC)),
+             b: Candidate(similarity=0.3, valid_from=datetime(2022, 12, 9, tzinfo=UTC))}
+    found = evidence(ranked, cands, [DateMention(2022, 11, 9)])
+    assert found[a].dated and not found[b].dated
+    # no date named: nothing is dated
+    assert not evidence(ranked, cands)[a].dated
+
+
+def test_a_strict_keyword_query_that_matched_nothing_gives_no_coverage() -> None:
+    # Given a quoted phrase no row holds verbatim: the keyword list ran and came back empty
+    ranked = RankedLists()
+    a: ResultKey = ("memory", "a")
+    ranked.add(("memory", Signal.VECTOR), ScoredKeys([a], [0.49]))
+    ranked.add(("memory", Signal.KEYWORD), ScoredKeys([], []))
+    cands = {a: Candidate(similarity=0.49)}
+    # Then with websearch syntax the row is read by its cosine alone (the phrase's miss says
+    # nothing about the words) ...
+    assert evidence(ranked, cands, strict=True)[a] == Evidence(0.49, None)
+    # ... while a plain query none of whose words the scope holds has coverage 0
+    assert evidence(ranked, cands)[a] == Evidence(0.49, 0.0)
+    # and a strict query that matched rows has coverage as usual
+    ranked.add(("memory", Signal.KEYWORD), ScoredKeys([a], [2.2], idfs={"x": 2.0}, avgdl=5.0))
+    assert evidence(ranked, {a: Candidate(similarity=0.49, bm25=2.2)}, strict=True)[a] == Evidence(0.49, 0.5)

@@ -70,3 +70,25 @@ def test_an_rrf_plan_fuses_the_lists_ranks_without_reading_rows() -> None:
     # no evidence until the page's rows are read: no estimate yet
     assert all(r.evidence is None and r.estimate == 0.0 for r in rows)
     assert rows[0] == RankedRow(turn(8), rows[0].fused, {("memory", Signal.VECTOR): 2, ("memory", Signal.KEYWORD): 1})
+
+
+def test_the_ranking_reads_the_querys_dates_and_strictness_into_each_rows_evidence() -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from memory_engine.domain.query_text import DateMention
+
+    # Given a turn said on the date the query names, and a quoted phrase no row holds verbatim
+    lists = RankedLists()
+    lists.add(("memory", Signal.VECTOR), [turn(1)])
+    lists.scores[("memory", Signal.VECTOR)] = [0.45]
+    lists.add(("memory", Signal.KEYWORD), [])
+    lists.scores[("memory", Signal.KEYWORD)] = []
+    candidates = {turn(1): Candidate(similarity=0.45, valid_from=datetime(2022, 11, 9, tzinfo=UTC))}
+    query = replace(QUERY, dates=(DateMention(2022, 11, 9),), keyword_strict=True)
+    # When it is ranked
+    [row] = fused_ranking(SearchPlan(query, SCOPES, HYBRID), lists, candidates)
+    # Then its evidence says it is on the named date, and has no coverage from the phrase's miss
+    assert row.evidence is not None and row.evidence.dated and row.evidence.coverage is None
+    [plain] = fused_ranking(SearchPlan(QUERY, SCOPES, HYBRID), lists, candidates)
+    assert plain.evidence is not None and not plain.evidence.dated and plain.evidence.coverage == 0.0

@@ -197,14 +197,24 @@ def top_keys(ranked: RankedLists, config: SearchConfig, count: int) -> list[Resu
     return sorted(pre, key=lambda k: (-pre[k], k))[:count]
 
 
-def evidence(ranked: RankedLists, candidates: Mapping[ResultKey, Candidate]) -> dict[ResultKey, Evidence]:
+def evidence(
+    ranked: RankedLists, candidates: Mapping[ResultKey, Candidate], dates: Sequence[DateMention] = (), *,
+    strict: bool = False,
+) -> dict[ResultKey, Evidence]:
     """Each candidate's absolute evidence for its score (domain/relevance.py): its cosine when it
-    has one, and its keyword coverage when its source's keyword signal ran (0 when no row of the
-    scope matched a query word)."""
+    has one, its keyword coverage when its source's keyword signal ran (0 when no row of the
+    scope matched a query word), and whether its time falls on one of ``dates`` (the query's).
+
+    A ``strict`` keyword query (websearch syntax: a quoted phrase, ``or``, ``-word``) that matched
+    no row of a source says nothing about the query's words there (``When did Jon start reading
+    "The Lean Startup"?`` finds no row holding the exact phrase though rows hold its words), so
+    that source's rows have no coverage (the cosine's model alone) rather than coverage 0."""
     idf_totals = {source: sum(idfs.values()) for source, (idfs, *_) in ranked.keyword_stats.items()}
     out: dict[ResultKey, Evidence] = {}
     for key, cand in candidates.items():
         source = key[0]
-        matched = (source, Signal.KEYWORD) in ranked.lists
-        out[key] = Evidence(cand.similarity, coverage(cand.bm25, idf_totals.get(source, 0.0)) if matched else None)
+        keyword = ranked.lists.get((source, Signal.KEYWORD))
+        matched = keyword is not None and (bool(keyword) or not strict)
+        out[key] = Evidence(cand.similarity, coverage(cand.bm25, idf_totals.get(source, 0.0)) if matched else None,
+                            on_named_date(cand, dates))
     return out

@@ -76,7 +76,7 @@ def fused_ranking(
     if plan.window:
         candidates = within_reach(candidates, lists, plan.expanded(lists), plan.window)
     names = frozenset(plan.query.entity_names) if config.subject_boost else frozenset()
-    found = evidence(lists, candidates)
+    found = evidence(lists, candidates, plan.query.dates, strict=plan.query.keyword_strict)
     return [
         RankedRow(s.key, s.score, s.ranks, found[s.key])
         for s in fuse(lists, candidates, config, names=names, dates=plan.query.dates)

@@ -20,15 +20,15 @@ Features = Callable[[Evidence], list[float] | None]
 
 
 def both(e: Evidence) -> list[float] | None:
-    return None if e.cosine is None or e.coverage is None else [e.cosine, e.coverage]
+    return None if e.cosine is None or e.coverage is None else [e.cosine, e.coverage, float(e.dated)]
 
 
 def cosine_only(e: Evidence) -> list[float] | None:
-    return None if e.cosine is None else [e.cosine]
+    return None if e.cosine is None else [e.cosine, float(e.dated)]
 
 
 def coverage_only(e: Evidence) -> list[float] | None:
-    return None if e.coverage is None else [e.coverage]
+    return None if e.coverage is None else [e.coverage, float(e.dated)]
 
 
 def _data(queries: Sequence[ScoredQuery], features: Features) -> tuple[np.ndarray, np.ndarray]:
@@ -59,10 +59,10 @@ def fit(queries: Sequence[ScoredQuery], features: Features, *, ridge: float = 1e
 
 def as_logistic(coefficients: Sequence[float], features: Features) -> Logistic:
     if features is both:
-        return Logistic(coefficients[0], coefficients[1], coefficients[2])
+        return Logistic(coefficients[0], coefficients[1], coefficients[2], coefficients[3])
     if features is cosine_only:
-        return Logistic(coefficients[0], coefficients[1])
-    return Logistic(coefficients[0], 0.0, coefficients[1])
+        return Logistic(coefficients[0], coefficients[1], 0.0, coefficients[2])
+    return Logistic(coefficients[0], 0.0, coefficients[1], coefficients[2])
 
 
 def reliability(

@@ -37,13 +37,13 @@ def run(container: Container, args: Any) -> str:
 
 def dump(by_set: dict[str, list[ScoredQuery]], path: Any) -> None:
     """Every scored row as JSON lines, ``{dataset, positive, rows: [[cosine, coverage, estimate,
-    relevant]]}``: the data the calibration is fitted and checked on, for offline analysis."""
+    relevant, dated]]}``: the data the calibration is fitted and checked on, for offline analysis."""
     import json
 
     with open(path, "w", encoding="utf-8") as out:
         for queries in by_set.values():
             for q in queries:
-                rows = [[e.cosine, e.coverage, estimate, bool(labels & q.relevant)] for e, estimate, labels in q.rows]
+                rows = [[e.cosine, e.coverage, estimate, bool(labels & q.relevant), e.dated] for e, estimate, labels in q.rows]
                 out.write(json.dumps({"dataset": q.dataset, "positive": q.positive, "rows": rows}) + "\n")
 
 
@@ -53,21 +53,25 @@ def rescored(queries: Sequence[ScoredQuery], model: Any) -> list[ScoredQuery]:
 
 
 def fitted(by_set: dict[str, list[ScoredQuery]]) -> str:
-    """Each data set's models fitted on its rows, and the report of every other data set under them."""
+    """Each data set's models fitted on its rows (and on all of them together), and the report of
+    every data set under them."""
     from memory_engine.domain.relevance import relevance
     from memory_engine.evaluation import calibration as cal
 
     out = []
-    for name, queries in by_set.items():
+    fits = dict(by_set)
+    if len(by_set) > 1:  # the shipped models are fitted on every data set together
+        fits[" + ".join(by_set)] = [q for queries in by_set.values() for q in queries]
+    for name, queries in fits.items():
         models = {f.__name__: cal.as_logistic(cal.fit(queries, f), f) for f in (cal.both, cal.cosine_only, cal.coverage_only)}
         out.append(f"\nfitted on {name}: " + "; ".join(f"{k} {v}" for k, v in models.items()))
 
         def model(e: Evidence, m: dict[str, Any] = models) -> float:
             if e.cosine is not None and e.coverage is not None:
-                return float(m["both"](e.cosine, e.coverage))
+                return float(m["both"](e.cosine, e.coverage, e.dated))
             if e.cosine is not None:
-                return float(m["cosine_only"](e.cosine, 0.0))
-            return float(m["coverage_only"](0.0, e.coverage)) if e.coverage is not None else 0.0
+                return float(m["cosine_only"](e.cosine, 0.0, e.dated))
+            return float(m["coverage_only"](0.0, e.coverage, e.dated)) if e.coverage is not None else 0.0
 
         report = NegativesReport()
         for other, rows in by_set.items():
