@@ -874,7 +874,7 @@ export interface components {
             path: string;
             /**
              * Score
-             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query and the share of the query's keyword weight it matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
+             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query, the share of the query's keyword weight it matches and whether its time falls on a date the query names (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
              */
             score: number;
             /** Signal Ranks */
@@ -1285,7 +1285,7 @@ export interface components {
             role?: string | null;
             /**
              * Score
-             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query and the share of the query's keyword weight it matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
+             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query, the share of the query's keyword weight it matches and whether its time falls on a date the query names (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
              */
             score: number;
             /** Signal Ranks */
@@ -1800,7 +1800,7 @@ export interface components {
             } | null;
             /**
              * Score
-             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query and the share of the query's keyword weight it matches (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
+             * @description a calibrated estimate, 0..1, that the row is relevant to the query, comparable across queries and memories: read from the row's cosine to the query, the share of the query's keyword weight it matches and whether its time falls on a date the query names (not from its place in the lists); 0.5 means about half of the rows scored so are relevant on judged data. It never rises down the page. 0 for a read without a query
              */
             score: number;
             /** Signal Ranks */
