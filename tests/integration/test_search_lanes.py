@@ -1,10 +1,9 @@
 """The signal statements of one search run in lanes, one per pooled connection: the same lists as
 one after another, on any pool size, and a failing statement fails the search without keeping a
-connection. The calling thread is the first lane; the others join when tasks still wait."""
+connection."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.adapters.postgres.lanes import Lanes
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import HYBRID
@@ -79,51 +77,3 @@ def test_a_failing_statement_fails_the_search_and_returns_its_connection(
         assert ranked(index, container, world) == ranked(PostgresKnowledgeIndex(pools[1], parallel=False), container, world)
     finally:
         index.close()
-
-
-def backend(conn: Any) -> int:
-    row = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()
-    return int(row["pid"])
-
-
-def test_short_statements_run_on_the_calling_threads_connection_alone(pools: dict[int, Database]) -> None:
-    # Given a pool of five and three tasks that end at once, with lanes that wait a minute before joining
-    lanes = Lanes(pools[5], 5, join_after_s=60.0)
-    caller = threading.get_ident()
-    seen: list[tuple[int, int]] = []
-
-    def task(conn: Any) -> int:
-        seen.append((threading.get_ident(), backend(conn)))
-        return len(seen)
-
-    try:
-        results = lanes.run({"a": task, "b": task, "c": task}, 40)
-    finally:
-        lanes.close()
-    # Then every task ran, on the calling thread and one connection, and no lane waited for the others
-    assert sorted(results) == ["a", "b", "c"] and sorted(results.values()) == [1, 2, 3]
-    assert {thread for thread, _ in seen} == {caller} and len({pid for _, pid in seen}) == 1
-
-
-def test_tasks_still_waiting_are_taken_by_a_second_connection(pools: dict[int, Database]) -> None:
-    # Given a first task that holds its lane until the second has started elsewhere
-    lanes = Lanes(pools[2], 5, join_after_s=0.0)
-    started = threading.Event()
-    pids: dict[str, int] = {}
-
-    def first(conn: Any) -> bool:
-        pids["first"] = backend(conn)
-        return started.wait(timeout=30)
-
-    def second(conn: Any) -> bool:
-        pids["second"] = backend(conn)
-        started.set()
-        return True
-
-    try:
-        results = lanes.run({"first": first, "second": second}, 40)
-    finally:
-        lanes.close()
-    # Then the second ran on another connection while the first waited for it
-    assert results == {"first": True, "second": True}
-    assert pids["first"] != pids["second"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -168,97 +168,67 @@ def searching(conn: psycopg.Connection[Any], ef_search: int) -> Iterator[psycopg
         yield conn
 
 
-#: How long a search's statements run on the calling thread's connection alone before a second
-#: connection joins them (seconds). Bringing one in costs 0.3-2 ms on a loaded machine (a thread and a
-#: server process woken, the pool's check, the transaction and its settings), about all of
-#: ``vector_only`` over a LoCoMo memory (a scan of 400-700 facts and one of the chunks); statements
-#: over a large scope run longer and are joined. Interleaved on LoCoMo memories, 600 searches each:
-#: vector_only p50 / p95 2.61 / 5.53 ms joined at once, 2.34 / 4.90 after 1 ms, 2.34 / 4.83 after
-#: 2 ms, 2.49 / 4.96 after 4 ms; hybrid 10.9-11.1 / 18.0-18.8 ms whichever (docs/retrieval.md, "Latency").
-JOIN_AFTER_S: Final = 0.001
-
-
 class Lanes:
     """Runs a search's tasks over ``database``'s pool, at most ``max_workers`` at once."""
 
-    def __init__(self, database: Database, max_workers: int, *, join_after_s: float = JOIN_AFTER_S) -> None:
+    def __init__(self, database: Database, max_workers: int) -> None:
         self._database = database
         self._max_workers = max_workers
-        self._join_after_s = join_after_s
         self._executor: ThreadPoolExecutor | None = None
 
     def run(
         self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int,
         then: Callable[[_K, _T, int], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
     ) -> dict[_K, _T]:
-        """Every task's result, the tasks taken in their order by lanes: each lane holds one pooled
-        connection in one transaction and takes the next task until none is left. The calling
-        thread is the first lane; the others (as many as the pool has connections, at most one per
-        task) join when tasks are still waiting after ``join_after_s``, so a search whose statements
-        are short runs them on one connection (a task of its own per connection paid a checkout, a
-        check, the settings and a commit each: 0.2 ms of CPU; a hybrid search ranks with five).
+        """Every task's result, the tasks taken in their order by as many lanes as the pool has
+        connections (at most one per task): each lane holds one connection in one transaction and
+        takes the next task until none is left. A task of its own per connection paid a checkout, a
+        check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five).
         ``then(name, result, spare)``, called as each task ends, may return more tasks, queued
         behind the others; ``spare`` is how many lanes would have nothing to run next (this one
         included). A lane with nothing to take waits while tasks run that may still add some. The
         first failure stops every lane and is raised."""
         pending = deque(tasks)
-        work = dict(tasks)
-        results: dict[_K, _T] = {}
-        state: dict[str, Any] = {"outstanding": len(pending), "idle": 0, "failed": None}
+        tasks = dict(tasks)
+        state = {"outstanding": len(pending), "idle": 0, "failed": False}
         cond = threading.Condition()
 
-        def take() -> _K | None:
-            """The next task (waiting while running tasks may still add some); None when none is left."""
-            with cond:
-                state["idle"] += 1
-                while not pending and state["outstanding"] and state["failed"] is None:
-                    cond.wait()
-                state["idle"] -= 1
-                return pending.popleft() if pending and state["failed"] is None else None
-
-        def lane(conn: psycopg.Connection[Any], name: _K | None) -> None:
-            while name is not None:  # a failure leaves through the connection's block (run_lane)
-                result = work[name](conn)
-                if then is None:
-                    more: dict[_K, Callable[[psycopg.Connection[Any]], _T]] = {}
-                else:
-                    with cond:
-                        spare = state["idle"] + 1 - len(pending)
-                    more = then(name, result, spare)
+        def lane(conn: psycopg.Connection[Any]) -> dict[_K, _T]:
+            done: dict[_K, _T] = {}
+            while True:
                 with cond:
-                    results[name] = result
-                    work.update(more)
+                    state["idle"] += 1
+                    while not pending and state["outstanding"] and not state["failed"]:
+                        cond.wait()
+                    state["idle"] -= 1
+                    if state["failed"] or not pending:
+                        return done
+                    name = pending.popleft()
+                    task = tasks[name]
+                try:
+                    done[name] = task(conn)
+                    if then is None:
+                        more: dict[_K, Callable[[psycopg.Connection[Any]], _T]] = {}
+                    else:
+                        with cond:
+                            spare = state["idle"] + 1 - len(pending)
+                        more = then(name, done[name], spare)
+                except BaseException:
+                    with cond:
+                        state["failed"] = True
+                        cond.notify_all()
+                    raise
+                with cond:
+                    tasks.update(more)
                     pending.extend(more)
                     state["outstanding"] += len(more) - 1
                     cond.notify_all()
-                name = take()
-
-        def run_lane(name: _K) -> None:
-            try:
-                self.run_one(partial(lane, name=name), ef_search)
-            except BaseException as error:  # a task, or the connection (checkout, settings, commit), as
-                # Database.connection raised it
-                with cond:
-                    state["failed"] = state["failed"] or error
-                    cond.notify_all()
-
-        def joining() -> None:
-            with cond:
-                cond.wait_for(lambda: not state["outstanding"] or state["failed"] is not None, self._join_after_s)
-            name = take()
-            if name is not None:
-                run_lane(name)
 
         lanes = min(len(pending), self._database.max_size, self._max_workers)
-        for _ in range(lanes - 1):
-            self._threads().submit(joining)
-        first = take()
-        if first is not None:
-            run_lane(first)
-        with cond:  # a joined lane may still run the last task (or have failed)
-            cond.wait_for(lambda: not state["outstanding"] or state["failed"] is not None)
-        if state["failed"] is not None:
-            raise state["failed"]
+        futures = [self._threads().submit(self.run_one, lane, ef_search) for _ in range(lanes)]
+        results: dict[_K, _T] = {}
+        for future in futures:
+            results.update(future.result())
         return results
 
     def run_one(self, task: Callable[[psycopg.Connection[Any]], _T], ef_search: int) -> _T:
