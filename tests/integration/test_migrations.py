@@ -63,3 +63,26 @@ def test_schema_has_hnsw_gin_and_partial_indexes(database_url: str) -> None:
     assert "USING gin (search_tsv)" in indexes["memory_entries_tsv_idx"]
     assert "USING gin (tags)" in indexes["memory_entries_tags_idx"]
     assert "WHERE (invalidated_at IS NULL)" in indexes["memory_entries_live_idx"]
+
+
+def test_a_fact_or_chunk_wider_than_two_kilobytes_keeps_its_vector_in_its_row(empty_database_url: str) -> None:
+    # Given the schema, and a fact and a chunk of some 2.7 kB each (a conversation turn with its
+    # context; a 1,000-character chunk), their 384-dimensional vectors the widest field
+    migrate(empty_database_url, embedding_dim=384)
+    vector = "[" + ",".join(f"{(i % 17) / 17 - 0.5:.6f}" for i in range(384)) + "]"
+    text = " ".join(f"word{i}" for i in range(170))  # 1,019 characters that do not compress to nothing
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute("INSERT INTO projects (id, name) VALUES ('p', 'p')")
+        conn.execute("INSERT INTO memories (id, project_id, name) VALUES ('m', 'p', 'm')")
+        conn.execute("INSERT INTO memory_entries (id, project_id, memory_id, content, context, embedding)"
+                     " VALUES ('e', 'p', 'm', %s, %s, %s::vector)", (text, text, vector))
+        conn.execute("INSERT INTO documents (id, project_id, path) VALUES ('d', 'p', '/d.txt')")
+        conn.execute("INSERT INTO document_chunks (id, project_id, document_id, chunk_index, content, embedding)"
+                     " VALUES ('c', 'p', 'd', 0, %s, %s::vector)", (text + " " + text, vector))
+        # Then nothing of either row went to its table's TOAST table: an exact scan reads each vector
+        # from the row itself (pgvector's type alone would move it out, the widest field)
+        for table in ("memory_entries", "document_chunks"):
+            row = conn.execute("SELECT pg_column_size(t.*) AS width, pg_relation_size(c.reltoastrelid) AS toasted"
+                               f" FROM {table} t, pg_class c WHERE c.relname = %s", (table,)).fetchone()
+            assert row is not None and row[0] > 2100, (table, row)
+            assert row[1] == 0, (table, row)

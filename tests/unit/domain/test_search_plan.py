@@ -3,12 +3,17 @@ fused; the same function the PostgreSQL index and the service tests' fake call."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import numpy as np
+
 from memory_engine.domain.fusion import fuse
+from memory_engine.domain.query_text import date_mentions
 from memory_engine.domain.relevance import relevance
 from memory_engine.domain.rrf import rrf
 from memory_engine.domain.search_config import HYBRID, PRESETS, Signal
 from memory_engine.domain.search_models import Candidate, RankedLists, ResultKey, Scopes, SignalQuery
-from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
+from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking, listed_candidates
 
 QUERY = SignalQuery(text="where does Erin live", embedding=None, signals=HYBRID.signals, depth=30)
 SCOPES = Scopes(None, None)
@@ -92,3 +97,53 @@ def test_the_ranking_reads_the_querys_dates_and_strictness_into_each_rows_eviden
     assert row.evidence is not None and row.evidence.dated and row.evidence.coverage is None
     [plain] = fused_ranking(SearchPlan(QUERY, SCOPES, HYBRID), lists, candidates)
     assert plain.evidence is not None and not plain.evidence.dated and plain.evidence.coverage == 0.0
+
+
+def test_a_single_scored_list_holds_all_fusion_reads_of_its_rows() -> None:
+    # Given vector_only with a query vector: a vector list per source
+    vector = np.ones(3, dtype=np.float32)
+    query = SignalQuery(text="where does Erin live", embedding=vector, signals=frozenset({Signal.VECTOR}), depth=30,
+                        entity_names=("erin",))
+    plan = SearchPlan(query, SCOPES, PRESETS["vector_only"])
+    lists = RankedLists()
+    lists.add(("memory", Signal.VECTOR), [turn(1), turn(8)])
+    lists.scores[("memory", Signal.VECTOR)] = [0.9, 0.5]
+    lists.add(("document", Signal.VECTOR), [("document", "c1")])
+    lists.scores[("document", Signal.VECTOR)] = [0.7]
+    # Then no row is read, and the rows as their lists give them rank exactly as the rows read would
+    assert not plan.reads_rows(lists, "memory") and not plan.reads_rows(lists, "document")
+    listed = listed_candidates(lists, "memory") | listed_candidates(lists, "document")
+    read = {turn(1): Candidate(0.9, 0.0, (turn(0),), ("erin",), datetime(2024, 1, 1, tzinfo=UTC)),
+            turn(8): Candidate(0.5, 0.0, (turn(7), turn(1)), (), datetime(2024, 2, 1, tzinfo=UTC)),
+            ("document", "c1"): Candidate(0.7, 0.0, (("document", "c0"),))}
+    assert fused_ranking(plan, lists, listed) == fused_ranking(plan, lists, read)
+    # (each list scaled by its own best: t1 and c1 tie at 1, broken by key)
+    assert [row.key for row in fused_ranking(plan, lists, listed)] == [("document", "c1"), turn(1), turn(8)]
+
+
+def test_rows_are_read_when_fusion_reads_more_than_one_list_gives() -> None:
+    vector = np.ones(3, dtype=np.float32)
+    lists, _ = conversation()  # a vector and a keyword list: a row of one needs its score of the other
+    with_vector = SignalQuery(text="where does Erin live", embedding=vector, signals=HYBRID.signals, depth=30,
+                              entity_names=("erin",))
+    assert SearchPlan(with_vector, SCOPES, HYBRID).reads_rows(lists, "memory")
+    keyword = RankedLists()
+    keyword.add(("memory", Signal.KEYWORD), [turn(8)])
+    keyword.scores[("memory", Signal.KEYWORD)] = [4.0]
+    keyword_only = PRESETS["keyword_only"]
+    # keyword_only with a query vector reads each row's cosine (its evidence); without one nothing
+    assert SearchPlan(with_vector, SCOPES, keyword_only).reads_rows(keyword, "memory")
+    assert not SearchPlan(QUERY, SCOPES, keyword_only).reads_rows(keyword, "memory")
+    assert listed_candidates(keyword, "memory") == {turn(8): Candidate(None, 4.0)}
+    vector_list = RankedLists()
+    vector_list.add(("memory", Signal.VECTOR), [turn(1)])
+    vector_list.scores[("memory", Signal.VECTOR)] = [0.9]
+    vector_only = PRESETS["vector_only"]
+    # a query feature that reads a row's own columns: its subject, its date, its neighbours, when it happened
+    for update in ({"subject_boost": 0.6}, {"neighbour_window": 2}, {"recency_weight": 0.1}):
+        assert SearchPlan(with_vector, SCOPES, vector_only.model_copy(update=update)).reads_rows(vector_list, "memory")
+    dated = SignalQuery(text="on 8 May", embedding=vector, signals=frozenset({Signal.VECTOR}), depth=30,
+                        dates=tuple(date_mentions("what did we do on 8 May, 2023?")))
+    assert dated.dates
+    assert SearchPlan(dated, SCOPES, vector_only.model_copy(update={"date_boost": 0.4})).reads_rows(vector_list, "memory")
+    assert not SearchPlan(dated, SCOPES, vector_only).reads_rows(vector_list, "memory")

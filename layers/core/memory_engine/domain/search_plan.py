@@ -14,8 +14,16 @@ from dataclasses import dataclass
 from memory_engine.domain.fusion import evidence, fuse, top_keys, within_reach
 from memory_engine.domain.relevance import Evidence, relevance
 from memory_engine.domain.rrf import rrf
-from memory_engine.domain.search_config import SearchConfig
-from memory_engine.domain.search_models import Candidate, ListKey, RankedLists, ResultKey, Scopes, SignalQuery
+from memory_engine.domain.search_config import SearchConfig, Signal
+from memory_engine.domain.search_models import (
+    Candidate,
+    ListKey,
+    RankedLists,
+    ResultKey,
+    Scopes,
+    SignalQuery,
+    SourceType,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,23 @@ class SearchPlan:
     def window(self) -> int:
         """How many steps around a row of :meth:`expanded` its neighbours are read (0: none)."""
         return self.config.neighbour_window if self.reads_candidates and self.config.neighbour_weight > 0 else 0
+
+    def reads_rows(self, lists: RankedLists, source: SourceType) -> bool:
+        """Whether fusion needs ``source``'s listed rows read (their candidate read): not when
+        ``lists`` already hold all it reads of them (:func:`listed_candidates`): no neighbours
+        (:attr:`window` 0), no subject or date boost that can apply, no recency tie-breaker, and
+        ``source`` has one list whose score is all the evidence its rows have: a vector list, or a
+        keyword list when the query has no vector (else each row's cosine is read). So
+        ``vector_only`` reads nothing before its page."""
+        if not self.reads_candidates:
+            return False
+        config, query = self.config, self.query
+        if self.window or config.recency_weight > 0:
+            return True
+        if (config.subject_boost and query.entity_names) or (config.date_boost and query.dates):
+            return True
+        own = [signal for (s, signal) in lists.lists if s == source]
+        return own not in ([Signal.VECTOR], [Signal.KEYWORD] if query.embedding is None else [])
 
     def expanded(self, lists: RankedLists) -> list[ResultKey]:
         """The rows whose neighbours are read: the best ``config.neighbour_expand`` of ``lists`` by
@@ -59,6 +84,18 @@ class RankedRow:
     def estimate(self) -> float:
         """The row's own relevance estimate (0 without evidence)."""
         return 0.0 if self.evidence is None else relevance(self.evidence)
+
+
+def listed_candidates(lists: RankedLists, source: SourceType) -> dict[ResultKey, Candidate]:
+    """``source``'s listed rows as candidates with the scores their lists gave: what a read of them
+    would find when :meth:`SearchPlan.reads_rows` says none is needed (the cosine of a vector list,
+    the BM25 of a keyword list)."""
+    found: dict[ResultKey, Candidate] = {}
+    for (s, signal), keys in lists.lists.items():
+        if s == source and signal in (Signal.VECTOR, Signal.KEYWORD):
+            for key, score in zip(keys, lists.scores.get((s, signal), []), strict=True):
+                found[key] = Candidate(similarity=float(score)) if signal is Signal.VECTOR else Candidate(bm25=float(score))
+    return found
 
 
 def fused_ranking(

@@ -146,7 +146,9 @@ def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_ve
         embedding=query_vector.vector,
         signals=frozenset(signals),
         depth=config.depth(request.limit),
-        entity_names=tuple(name_candidates(request.query)) if request.query else (),
+        # the names a query may mention: read by the entity signal and the subject boost alone
+        entity_names=tuple(name_candidates(request.query))
+        if request.query and (Signal.ENTITY in signals or config.subject_boost) else (),
         entity_top_k=config.entity_top_k,
         entity_min_similarity=config.entity_min_similarity,
         ef_search=max(config.ef_search, config.depth(request.limit)),

@@ -15,11 +15,10 @@ the generic plans, 23.8-24.2 ms after them on a machine about 1.5x slower).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, TypeVar
 
 import psycopg
 
@@ -32,6 +31,7 @@ from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
 from memory_engine.adapters.postgres.search_restatements import restated
 from memory_engine.adapters.postgres.search_rows import document_result, episode_result, listed_episode, memory_result
 from memory_engine.adapters.postgres.search_sql import Scoring
+from memory_engine.adapters.postgres.stats_cache import StatsCache
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     AnyResult,
@@ -47,17 +47,12 @@ from memory_engine.domain.search_models import (
     SignalQuery,
     SourceType,
 )
-from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
+from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking, listed_candidates
 from memory_engine.domain.supersession import Restatement
 from memory_engine.domain.vectors import Vector
 from memory_engine.ports.search import KnowledgeIndex
 
 Task = Callable[[psycopg.Connection[Any]], "ScoredKeys | list[ResultKey]"]
-
-#: How long a scope's BM25 statistics (row count, mean length) are reused. They are statistics, not
-#: results: a few minutes of writes move an idf by a negligible amount, and a result row is always
-#: read live. (A table's lexeme shares are kept until the table is analyzed again: ``_keyword``.)
-SCOPE_STATS_TTL_S = 300.0
 
 #: A candidate read is split between free connections only into slices of at least this many rows:
 #: a statement's fixed cost (planning, round trip: about 0.5 ms) is that of reading some 50 rows, so
@@ -82,43 +77,6 @@ class SearchLimits:
     def __post_init__(self) -> None:
         if self.min_read_slice < 1:
             raise ValueError("a candidate read's slices hold at least one row")
-
-
-class StatsCache(Generic[_V]):
-    """A statistic per key (``(N, avgdl)`` per source, project and scope), computed at most once
-    per TTL per process."""
-
-    def __init__(self, ttl_s: float = SCOPE_STATS_TTL_S, max_entries: int = 1024) -> None:
-        self._ttl = ttl_s
-        self._max = max_entries
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[Any, ...], tuple[float, _V]] = {}
-        self._computing: dict[tuple[Any, ...], threading.Lock] = {}
-
-    def _fresh(self, key: tuple[Any, ...]) -> _V | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            return hit[1] if hit is not None and time.monotonic() - hit[0] < self._ttl else None
-
-    def get(self, key: tuple[Any, ...], compute: Callable[[], _V]) -> _V:
-        """The cached value, or ``compute()`` once: the keyword and entity signals of one search ask
-        for the same scope concurrently, and a cold count of a large scope is not run twice."""
-        value = self._fresh(key)
-        if value is not None:
-            return value
-        with self._lock:
-            computing = self._computing.setdefault(key, threading.Lock())
-        with computing:
-            value = self._fresh(key)
-            if value is None:
-                value = compute()
-                with self._lock:
-                    if len(self._entries) >= self._max:
-                        self._entries.clear()
-                    self._entries[key] = (time.monotonic(), value)
-        with self._lock:
-            self._computing.pop(key, None)
-        return value
 
 
 #: The order signal tasks start in: the longest chain first (the entity signal is three to five
@@ -214,10 +172,12 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     def candidates(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None, *,
-        top: Sequence[ResultKey], window: int, ef_search: int = 100,
+        top: Sequence[ResultKey], window: int, ef_search: int = 100, sources: Sequence[SourceType] = (),
     ) -> dict[ResultKey, Candidate]:
+        """What fusion reads of the listed rows and of the neighbours of ``top``, each of ``sources``
+        (all when empty) read at once."""
         work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[Row]]] = {}
-        for source in SOURCES:
+        for source in sources or SOURCES:
             if reads := self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window):
                 work[source] = reads[0]
         results = self._run_all(work, ef_search)
@@ -239,8 +199,10 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             return self._signal_lists(tasks, query), {}
         if not (self._parallel and len(tasks) > 1):
             ranked = self._signal_lists(tasks, query)
-            return ranked, self.candidates(project_id, scopes, ranked, query.embedding, top=plan.expanded(ranked),
-                                           window=plan.window)
+            read = [source for source in SOURCES if plan.reads_rows(ranked, source)]
+            return ranked, _listed(plan, ranked) | (self.candidates(
+                project_id, scopes, ranked, query.embedding, top=plan.expanded(ranked), window=plan.window,
+                sources=read) if read else {})
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {source: {} for source in SOURCES}
         bookkeeping = threading.Lock()
@@ -255,6 +217,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
                 if waiting[source]:
                     return {}
             own = _ranked_in_order(tasks, lists[source])
+            if not plan.reads_rows(own, source):  # the lists hold all fusion reads of its rows
+                return {}
             # with nothing else left to run, the read is split between the connections that are free
             reads = self._candidate_reads(project_id, scopes, own, source, query.embedding, plan.expanded(own),
                                           plan.window, parts=max(1, spare))
@@ -266,7 +230,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         for name, rows in done.items():
             if name[1] == _READ:
                 found.update(_candidates(name[0], rows, ranked))
-        return ranked, found
+        return ranked, found | _listed(plan, ranked)
 
     def _candidate_reads(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
@@ -380,6 +344,15 @@ def _ranked_in_order(tasks: Mapping[ListKey, Any], answers: Mapping[Any, Any]) -
         if name in answers:
             out.add(name, answers[name])
     return out
+
+
+def _listed(plan: SearchPlan, ranked: RankedLists) -> dict[ResultKey, Candidate]:
+    """The candidates of the sources whose rows fusion does not read (:meth:`SearchPlan.reads_rows`)."""
+    found: dict[ResultKey, Candidate] = {}
+    for source in SOURCES:
+        if not plan.reads_rows(ranked, source):
+            found.update(listed_candidates(ranked, source))
+    return found
 
 
 def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:
