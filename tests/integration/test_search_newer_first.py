@@ -13,7 +13,6 @@ from memory_engine.domain.search_models import SearchRequest
 from memory_engine.services.search_knowledge import search_knowledge
 from tests.support.api_client import ApiClient
 
-SEARCH = "/v1/knowledge/search"
 MEMORIES = "/v1/memories"
 ENTRIES = "/v1/memory-entries"
 OLD = "The project has 150 commits merged into the main branch of the Git repository."
@@ -21,7 +20,8 @@ NEW = "The main branch now has 165 merged commits."
 COMMITS = "How many commits has the project merged into the main branch of the Git repository?"
 FILLER = ["The release checklist lives in the team wiki.", "Erin likes to eat sushi on Fridays.",
           "Erin drinks green tea every morning."]
-OFF = HYBRID.model_copy(update={"newer_first": False})
+ON = HYBRID.model_copy(update={"newer_first": True})
+OFF = HYBRID
 
 
 def memory_with(api: ApiClient, name: str, entries: list[dict[str, Any]]) -> tuple[str, list[str]]:
@@ -37,13 +37,16 @@ def memory_with(api: ApiClient, name: str, entries: list[dict[str, Any]]) -> tup
     return memory_id, ids
 
 
-def search(api: ApiClient, memory_id: str, query: str) -> list[dict[str, Any]]:
-    response = api.post(SEARCH, {"query": query, "memory_ids": [memory_id], "min_score": 0})
-    assert response.status == 200, response.json
-    return list(response.json["results"])
+def search(container: Container, memory_id: str, query: str, config: SearchConfig = ON) -> list[dict[str, Any]]:
+    """The page as the API returns it (``newer_first`` is off by default: a caller's config turns it on)."""
+    project_id = container.projects.get_or_create_project("acme").id
+    request = SearchRequest(query=query, memory_ids=[memory_id], min_score=0)
+    response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
+                                request=request, config=config)
+    return [r.model_dump(mode="json") for r in response.results]
 
 
-def ranked_ids(container: Container, memory_id: str, query: str, config: SearchConfig = HYBRID) -> list[str]:
+def ranked_ids(container: Container, memory_id: str, query: str, config: SearchConfig = ON) -> list[str]:
     project_id = container.projects.get_or_create_project("acme").id
     request = SearchRequest(query=query, memory_ids=[memory_id], min_score=0)
     response = search_knowledge(container.knowledge_index, container.embedder, project_id=project_id,
@@ -65,7 +68,7 @@ def test_the_newer_of_two_facts_on_the_same_thing_ranks_first_though_the_older_s
     # and a question worded like the older one, which the signals rank first
     assert ranked_ids(container, memory_id, COMMITS, OFF)[:2] == [old, new]
     # When the agent searches
-    results = search(api, memory_id, COMMITS)
+    results = search(container, memory_id, COMMITS)
     # Then the newer value is listed first, right above the one it replaced
     by_id = {r["id"]: r for r in results}
     assert [r["id"] for r in results][:2] == [new, old]
@@ -84,7 +87,7 @@ def test_unrelated_facts_keep_the_order_of_their_scores(api: ApiClient, containe
         {"content": FILLER[0], "valid_from": "2024-04-20T00:00:00Z"},
     ])
     # When the agent asks what Erin likes to eat
-    ranked = [r["id"] for r in search(api, memory_id, "What does Erin like to eat?")]
+    ranked = [r["id"] for r in search(container, memory_id, "What does Erin like to eat?")]
     # Then the later fact does not jump the better match: the page is the signals' order
     assert ranked[:2] == [sushi, tea]
     assert ranked == ranked_ids(container, memory_id, "What does Erin like to eat?", OFF)
@@ -107,7 +110,7 @@ def test_keyword_only_pages_are_not_reordered(api: ApiClient, container: Contain
     # (the pairs are read from the rows' vectors: only pages the vector signal ranked are reordered)
     memory_id, (old, new) = memory_with(api, "repo keyword", [
         {"content": OLD, "valid_from": "2024-04-20T00:00:00Z"}, {"content": NEW, "valid_from": "2024-04-25T00:00:00Z"}])
-    keyword_only = PRESETS["keyword_only"]
+    keyword_only = PRESETS["keyword_only"].model_copy(update={"newer_first": True})
     assert ranked_ids(container, memory_id, COMMITS, keyword_only) == [old, new]
     assert ranked_ids(container, memory_id, COMMITS, keyword_only) == ranked_ids(
-        container, memory_id, COMMITS, keyword_only.model_copy(update={"newer_first": False}))
+        container, memory_id, COMMITS, PRESETS["keyword_only"])
