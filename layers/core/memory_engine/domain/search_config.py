@@ -64,7 +64,7 @@ class SearchConfig(BaseModel):
     #: Of two facts on a page that state the same thing, the newer above the older (convex fusion,
     #: when the vector signal runs; domain/supersession.py): one more read of the page's facts. Off:
     #: it moved none of BEAM's knowledge updates (they are conversation turns, which it leaves out)
-    #: and its read cost hybrid 5-10 ms p50 at 100k facts (bench/search_latency.py, docs/retrieval.md).
+    #: and its read cost hybrid 1-10 ms p50 at 100k facts (bench/search_latency.py, docs/retrieval.md).
     newer_first: bool = False
     neighbour_window: int = Field(2, ge=0, le=5)
     neighbour_weight: float = Field(0.3, ge=0.0)
