@@ -146,4 +146,10 @@ def test_rows_are_read_when_fusion_reads_more_than_one_list_gives() -> None:
                         dates=tuple(date_mentions("what did we do on 8 May, 2023?")))
     assert dated.dates
     assert SearchPlan(dated, SCOPES, vector_only.model_copy(update={"date_boost": 0.4})).reads_rows(vector_list, "memory")
-    assert not SearchPlan(dated, SCOPES, vector_only).reads_rows(vector_list, "memory")
+    # without a date boost too: the score's evidence says whether the row is on the named date
+    plan = SearchPlan(dated, SCOPES, vector_only)
+    assert plan.reads_rows(vector_list, "memory")
+    on_the_day = {turn(1): Candidate(0.9, valid_from=datetime(2023, 5, 8, 12, tzinfo=UTC))}
+    [read] = fused_ranking(plan, vector_list, on_the_day)
+    [listed] = fused_ranking(plan, vector_list, listed_candidates(vector_list, "memory"))
+    assert read.evidence is not None and read.evidence.dated and read.estimate > listed.estimate

@@ -48,16 +48,17 @@ class SearchPlan:
     def reads_rows(self, lists: RankedLists, source: SourceType) -> bool:
         """Whether fusion needs ``source``'s listed rows read (their candidate read): not when
         ``lists`` already hold all it reads of them (:func:`listed_candidates`): no neighbours
-        (:attr:`window` 0), no subject or date boost that can apply, no recency tie-breaker, and
-        ``source`` has one list whose score is all the evidence its rows have: a vector list, or a
-        keyword list when the query has no vector (else each row's cosine is read). So
-        ``vector_only`` reads nothing before its page."""
+        (:attr:`window` 0), no subject boost that can apply, no recency tie-breaker, no date the query
+        names (the date boost and the score's ``dated`` evidence read each row's date), and ``source``
+        has one list whose score is all the evidence its rows have: a vector list, or a keyword list
+        when the query has no vector (else each row's cosine is read). So ``vector_only`` reads
+        nothing before its page unless the query names a date."""
         if not self.reads_candidates:
             return False
         config, query = self.config, self.query
         if self.window or config.recency_weight > 0:
             return True
-        if (config.subject_boost and query.entity_names) or (config.date_boost and query.dates):
+        if (config.subject_boost and query.entity_names) or query.dates:
             return True
         own = [signal for (s, signal) in lists.lists if s == source]
         return own not in ([Signal.VECTOR], [Signal.KEYWORD] if query.embedding is None else [])
