@@ -13,9 +13,7 @@ import json
 import pytest
 
 from memory_engine import constants as c
-from memory_engine.domain.pipeline import (
-    STEP_FUNCTION_NAMES,
-)
+from memory_engine.domain.pipeline import STEP_FUNCTION_NAMES
 from memory_engine.settings import AWS_REQUIREMENTS
 from tests.infra.conftest import Synthesized
 from tests.infra.template import (
