@@ -1,5 +1,6 @@
 """The layering, checked on the source: every import (module level, inside functions, under
-TYPE_CHECKING) of ``memory_engine`` and ``memory_engine_infra``, read with ``ast``.
+TYPE_CHECKING, and the adapters a provider names: ``OnDatabase("module:Class")``) of ``memory_engine``
+and ``memory_engine_infra``, read with ``ast``.
 
 - no import cycle in either package;
 - imports point inward (HOUSE_STYLE rule 1): ``domain`` imports no other layer, ``ports`` only the
@@ -16,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
+
+from memory_engine.bootstrap_ingestion import OnDatabase
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = {"memory_engine": REPO / "layers" / "core" / "memory_engine",
@@ -76,8 +79,17 @@ def import_graph() -> dict[str, set[str]]:
                 for alias in node.names:
                     full = f"{source}.{alias.name}"
                     targets.add(full if full in known else _resolve(source, known))
+            elif _names_an_adapter(node):  # a provider that imports its adapter when first asked for
+                adapter = node.args[0].value.partition(":")[0]  # type: ignore[attr-defined]
+                targets.add(_resolve(f"{OnDatabase.PACKAGE}.{adapter}", known))
         graph[module] = {t for t in targets if t is not None and t != module}
     return graph
+
+
+def _names_an_adapter(node: ast.AST) -> bool:
+    """``OnDatabase("module:Class")`` (bootstrap_ingestion.py): an import the call makes by name."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == OnDatabase.__name__
+            and bool(node.args) and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
 
 
 def cycles(graph: Graph) -> list[list[str]]:
@@ -144,8 +156,11 @@ def test_imports_point_inward_and_adapters_only_implement_ports(graph: Graph) ->
 
 
 def test_the_walk_sees_lazy_and_type_checking_imports(graph: Graph) -> None:
-    # the composition root imports its adapters lazily, the ports only under TYPE_CHECKING
+    # the composition root imports its adapters lazily (some by name: OnDatabase), the ports only
+    # under TYPE_CHECKING
     assert "memory_engine.adapters.postgres.entries" in graph["memory_engine.bootstrap"]
+    assert "memory_engine.adapters.postgres.documents" in graph["memory_engine.bootstrap_ingestion"]
+    assert "memory_engine.adapters.eventbridge.publisher" in graph["memory_engine.bootstrap"]
     assert "memory_engine.ports.entries" in graph["memory_engine.bootstrap"]
     assert "memory_engine.local.container" in graph["memory_engine.local.engine"]
 

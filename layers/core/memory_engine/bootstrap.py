@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.bootstrap_ingestion import IngestionProviders
+from memory_engine.bootstrap_ingestion import IngestionProviders, OnDatabase
 from memory_engine.errors import ConfigurationError
 from memory_engine.ports.chat import ChatModel, NoChatModel
 from memory_engine.ports.embedder import Embedder
@@ -163,11 +163,7 @@ class Container(IngestionProviders):
             raise ConfigurationError("CHAT_PROVIDER=openai needs OPENAI_BASE_URL")
         return OpenAICompatChat(s.openai_base_url, model_id=s.resolved_chat_model, api_key=s.openai_api_key)
 
-    @cached_property
-    def projects(self) -> ProjectRepository:
-        from memory_engine.adapters.postgres.projects import PostgresProjectRepository
-
-        return PostgresProjectRepository(self.database)
+    projects: cached_property[ProjectRepository] = OnDatabase("projects:PostgresProjectRepository")
 
     @cached_property
     def authenticator(self) -> Authenticator:
@@ -176,18 +172,9 @@ class Container(IngestionProviders):
         return Authenticator(self.projects, ttl_seconds=self.settings.resolved_key_cache_seconds)
 
     # --- memories and the write funnel ---
-    @cached_property
-    def memories(self) -> MemoryRepository:
-        from memory_engine.adapters.postgres.memories import PostgresMemoryRepository
-
-        return PostgresMemoryRepository(self.database)
-
-    @cached_property
-    def entries(self) -> EntryRepository:
-        """Memory entries, their entities, and the write funnel's locked transaction."""
-        from memory_engine.adapters.postgres.entries import PostgresEntryRepository
-
-        return PostgresEntryRepository(self.database)
+    memories: cached_property[MemoryRepository] = OnDatabase("memories:PostgresMemoryRepository")
+    #: Memory entries, their entities, and the write funnel's locked transaction.
+    entries: cached_property[EntryRepository] = OnDatabase("entries:PostgresEntryRepository")
 
     # --- knowledge search ---
     @cached_property
@@ -200,24 +187,11 @@ class Container(IngestionProviders):
             return Database(s.database_url, max_size=s.resolved_search_connections)
         return self.database
 
-    @cached_property
-    def knowledge_index(self) -> KnowledgeIndex:
-        from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
-
-        return PostgresKnowledgeIndex(self.search_database)
+    knowledge_index: cached_property[KnowledgeIndex] = OnDatabase("search:PostgresKnowledgeIndex", pool="search_database")
 
     # --- fact extraction ---
-    @cached_property
-    def episodes(self) -> EpisodeRepository:
-        from memory_engine.adapters.postgres.episodes import PostgresEpisodeRepository
-
-        return PostgresEpisodeRepository(self.database)
-
-    @cached_property
-    def extraction_runs(self) -> ExtractionRunRepository:
-        from memory_engine.adapters.postgres.extraction_runs import PostgresExtractionRunRepository
-
-        return PostgresExtractionRunRepository(self.database)
+    episodes: cached_property[EpisodeRepository] = OnDatabase("episodes:PostgresEpisodeRepository")
+    extraction_runs: cached_property[ExtractionRunRepository] = OnDatabase("extraction_runs:PostgresExtractionRunRepository")
 
     @cached_property
     def event_publisher(self) -> EventPublisher:
@@ -272,24 +246,10 @@ class Container(IngestionProviders):
         return SqsEventQueue(self.boto_client("sqs"), queue_url=self.settings.extraction_queue_url)
 
     # --- memory lifecycle ---
-    @cached_property
-    def expiry(self) -> ExpiryRepository:
-        from memory_engine.adapters.postgres.expiry import PostgresExpiry
-
-        return PostgresExpiry(self.database)
-
-    @cached_property
-    def lifecycle(self) -> LifecycleRepository:
-        """Forget, purge, and the reads of an export."""
-        from memory_engine.adapters.postgres.lifecycle import PostgresLifecycle
-
-        return PostgresLifecycle(self.database)
-
-    @cached_property
-    def importer(self) -> ImportRepository:
-        from memory_engine.adapters.postgres.imports import PostgresImporter
-
-        return PostgresImporter(self.database)
+    expiry: cached_property[ExpiryRepository] = OnDatabase("expiry:PostgresExpiry")
+    #: Forget, purge, and the reads of an export.
+    lifecycle: cached_property[LifecycleRepository] = OnDatabase("lifecycle:PostgresLifecycle")
+    importer: cached_property[ImportRepository] = OnDatabase("imports:PostgresImporter")
 
     def close(self) -> None:
         for name in ("search_database", "database"):

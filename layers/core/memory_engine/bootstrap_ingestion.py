@@ -4,6 +4,7 @@ guard, the pipeline starter). Lazily built, once per process, typed by their por
 
 from __future__ import annotations
 
+import importlib
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,30 @@ if TYPE_CHECKING:
 CALLBACK_SECRET_FILE = "converter-callback.key"
 
 
+class OnDatabase(cached_property[Any]):
+    """The provider of a PostgreSQL adapter that needs nothing but a pool: ``adapter``
+    (``"module:Class"``, under ``memory_engine.adapters.postgres``) built on the container's ``pool``
+    the first time it is asked for, and imported only then, so a function loads the adapters it
+    uses (cold start). Declared with its port, ``memories: cached_property[MemoryRepository] =
+    OnDatabase("memories:PostgresMemoryRepository")``. mypy sees the port, not the adapter:
+    tests/unit/local/test_container.py builds each and checks it against its port, and the
+    import-graph test (tests/unit/test_architecture.py) reads the module it names."""
+
+    PACKAGE = "memory_engine.adapters.postgres"
+
+    def __init__(self, adapter: str, *, pool: str = "database") -> None:
+        self.adapter, self.pool = adapter, pool
+        super().__init__(self._build)
+        self.__doc__ = f"``{self.PACKAGE}.{adapter.replace(':', '.')}`` on the container's ``{pool}``."
+
+    def adapter_class(self) -> type[Any]:
+        module, name = self.adapter.split(":")
+        return getattr(importlib.import_module(f"{self.PACKAGE}.{module}"), name)  # type: ignore[no-any-return]
+
+    def _build(self, container: Any) -> Any:
+        return self.adapter_class()(getattr(container, self.pool))
+
+
 class IngestionProviders:
     """Providers of document ingestion; the rest of the container (settings, database, the models,
     AWS clients, events) comes from :class:`memory_engine.bootstrap.Container`."""
@@ -46,11 +71,7 @@ class IngestionProviders:
         def event_publisher(self) -> EventPublisher: ...
         def boto_client(self, service: Any) -> Any: ...
 
-    @cached_property
-    def documents(self) -> DocumentRepository:
-        from memory_engine.adapters.postgres.documents import PostgresDocumentRepository
-
-        return PostgresDocumentRepository(self.database)
+    documents: cached_property[DocumentRepository] = OnDatabase("documents:PostgresDocumentRepository")
 
     @cached_property
     def blob_store(self) -> BlobStore:
@@ -108,17 +129,8 @@ class IngestionProviders:
             return TesseractOcr(languages=s.ocr_languages)
         return None
 
-    @cached_property
-    def ingestion_rules(self) -> IngestionRuleRepository:
-        from memory_engine.adapters.postgres.ingestion_rules import PostgresIngestionRuleRepository
-
-        return PostgresIngestionRuleRepository(self.database)
-
-    @cached_property
-    def conversions(self) -> ConversionRepository:
-        from memory_engine.adapters.postgres.conversions import PostgresConversionRepository
-
-        return PostgresConversionRepository(self.database)
+    ingestion_rules: cached_property[IngestionRuleRepository] = OnDatabase("ingestion_rules:PostgresIngestionRuleRepository")
+    conversions: cached_property[ConversionRepository] = OnDatabase("conversions:PostgresConversionRepository")
 
     @cached_property
     def callback_urls(self) -> CallbackUrls:

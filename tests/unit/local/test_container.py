@@ -3,13 +3,19 @@ and what the base container refuses to stand in for."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from memory_engine import ports
 from memory_engine.adapters.s3.blob_store import S3BlobStore
 from memory_engine.bootstrap import Container
+from memory_engine.bootstrap_ingestion import OnDatabase
 from memory_engine.errors import ConfigurationError
 from memory_engine.local.adapters.event_sinks import LocalDeadLetters
 from memory_engine.local.adapters.upload_inbox import DropFolderInbox
@@ -103,3 +109,38 @@ def test_on_aws_no_provider_reaches_for_the_local_runtime(tmp_path: Path) -> Non
     assert aws.ingestion_embedder is aws.embedder
     with pytest.raises(ConfigurationError, match="EVENT_BUS_NAME is not set: document.ready"):
         aws.event_publisher.publish("document.ready", {})
+
+
+def _port(name: str) -> type:
+    """The port class ``name`` (an annotation's ``cached_property[Name]``) from ``memory_engine.ports``."""
+    for info in pkgutil.iter_modules(ports.__path__):
+        module = importlib.import_module(f"{ports.__name__}.{info.name}")
+        if isinstance(found := getattr(module, name, None), type):
+            return found
+    raise AssertionError(f"no port named {name}")
+
+
+def test_each_postgres_provider_builds_an_adapter_of_its_port_on_its_pool(tmp_path: Path) -> None:
+    # Given a container whose pools are never opened (building an adapter must not touch the database)
+    container = Container(Settings(MEMORY_ENGINE_HOME=str(tmp_path), DATABASE_URL="postgresql://x/y"))  # type: ignore[call-arg]
+    providers = {name: value for cls in reversed(Container.__mro__) for name, value in vars(cls).items()
+                 if isinstance(value, OnDatabase)}
+    annotations = {name: text for cls in Container.__mro__ for name, text in vars(cls).get("__annotations__", {}).items()}
+    assert {"projects", "memories", "entries", "knowledge_index", "documents", "conversions"} <= providers.keys()
+    # (search alone has a pool of its own)
+    assert {name for name, provider in providers.items() if provider.pool != "database"} == {"knowledge_index"}
+    for name, provider in providers.items():
+        # When each is asked for
+        adapter = getattr(container, name)
+        # Then it is the named adapter, built once, on the pool it names
+        assert type(adapter) is provider.adapter_class() and getattr(container, name) is adapter
+        pool = getattr(container, provider.pool)
+        assert pool in vars(adapter).values(), f"{name} is not built on {provider.pool}"
+        # and it has every method of the port its annotation declares, with the port's parameters
+        port = _port(re.fullmatch(r"cached_property\[(\w+)\]", annotations[name]).group(1))  # type: ignore[union-attr]
+        for method, signature in inspect.getmembers(port, inspect.isfunction):
+            if not method.startswith("_"):
+                assert hasattr(adapter, method), f"{type(adapter).__name__} lacks {port.__name__}.{method}"
+                assert inspect.signature(getattr(type(adapter), method)).parameters.keys() == \
+                    inspect.signature(signature).parameters.keys(), f"{name}.{method}"
+    container.close()
