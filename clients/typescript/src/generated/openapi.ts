@@ -1922,7 +1922,7 @@ export interface components {
             min_confidence?: number;
             /**
              * Min Score
-             * @description the relevance floor. Given, only results whose `score` is at least `min_score` are returned (`0`: the whole ranking). Omitted, the default floor 0.02 applies to a page of memories: when its best result scores under it (nothing stored relates to the query) no results are returned and `render` gives ""; otherwise the whole page is. A page holding document chunks has no default floor (the score, fitted on short texts, under-reads long chunks: docs/retrieval.md)
+             * @description the relevance floor. Given, only results whose `score` is at least `min_score` are returned (`0`: the whole ranking). Omitted, the default floor 0.02 applies to a page of memories: when its best result scores under it (nothing stored relates to the query) no results are returned and `render` gives ""; otherwise the whole page is. A page holding document chunks has no default floor (an exact name or identifier asked for alone scores under it: docs/retrieval.md)
              */
             min_score?: number | null;
             /**

@@ -125,10 +125,11 @@ def kept(scores: Sequence[float], min_score: float | None, *, default_floor: boo
     ``min_score``, those scoring at least it; without, all of them when the first reaches
     :data:`DEFAULT_MIN_SCORE` (or ``default_floor`` is off), else none.
 
-    The search turns the default floor off for a page holding document chunks: the coefficients were
-    fitted on short texts (conversation turns, abstracts), and BM25's length normalization lowers a
-    long chunk's coverage, so an exact phrase in a long chunk can read under the floor (a name found
-    verbatim in a Word file's 1,500-character chunk scored 0.014; tests/integration/test_formats_ingestion.py).
+    The search turns the default floor off for a page holding document chunks: a name or an identifier
+    asked for alone, found verbatim in a document, scores under it (every query word matched once is
+    coverage ``1 / (k1 + 1)``, and the model gives a bare name next to no cosine to a page of text: a
+    name in an .odt chunk scored 0.014, tests/integration/test_formats_ingestion.py), and the
+    development sets hold no such queries to fit that evidence on (docs/retrieval.md).
     ``min_score`` given applies to every row."""
     if min_score is None:
         if not default_floor:

@@ -46,8 +46,8 @@ class SearchRequest(BaseModel):
         "the relevance floor. Given, only results whose `score` is at least `min_score` are returned (`0`: "
         "the whole ranking). Omitted, the default floor 0.02 applies to a page of memories: when its best "
         "result scores under it (nothing stored relates to the query) no results are returned and `render` "
-        "gives \"\"; otherwise the whole page is. A page holding document chunks has no default floor (the "
-        "score, fitted on short texts, under-reads long chunks: docs/retrieval.md)"))
+        "gives \"\"; otherwise the whole page is. A page holding document chunks has no default floor (an "
+        "exact name or identifier asked for alone scores under it: docs/retrieval.md)"))
     min_confidence: Float = Field(0.5, ge=0.0, le=1.0)
     as_of: Timestamp | None = None
     signals: list[Literal["vector", "keyword", "entity"]] | None = Field(None, min_length=1)

@@ -230,6 +230,6 @@ def _shown(row: AnyResult, item: RankedRow, score: float) -> AnyResult:
 
 def _turns_and_facts_only(keys: Iterable[ResultKey]) -> bool:
     """Whether the default relevance floor applies to a page with these rows: memory facts and
-    episodes (conversation turns) only (the score under-reads long document chunks,
-    domain/relevance.kept)."""
+    episodes (conversation turns) only (in a document, an exact name or identifier asked for alone
+    scores under the floor: domain/relevance.kept)."""
     return all(source in ("memory", "episode") for source, _ in keys)
