@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.bootstrap_ingestion import IngestionProviders, OnDatabase
@@ -22,13 +22,7 @@ from memory_engine.ports.embedder import Embedder
 from memory_engine.settings import ChatProvider, EmbeddingProvider, Runtime, Settings
 
 if TYPE_CHECKING:
-    from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
-    from mypy_boto3_events import EventBridgeClient
-    from mypy_boto3_rds import RDSClient
-    from mypy_boto3_s3 import S3Client
-    from mypy_boto3_secretsmanager import SecretsManagerClient
-    from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_stepfunctions import SFNClient
+    from boto3.session import Session
 
     from memory_engine.ports.entries import EntryRepository, MemoryRepository
     from memory_engine.ports.episodes import EpisodeRepository
@@ -75,32 +69,20 @@ class Container(IngestionProviders):
         self._checked.add(function)
 
     # --- AWS clients (built only when a Bedrock/S3/EventBridge adapter needs one) ---
-    @overload
-    def boto_client(self, service: Literal["bedrock-runtime"]) -> BedrockRuntimeClient: ...
-    @overload
-    def boto_client(self, service: Literal["events"]) -> EventBridgeClient: ...
-    @overload
-    def boto_client(self, service: Literal["rds"]) -> RDSClient: ...
-    @overload
-    def boto_client(self, service: Literal["s3"]) -> S3Client: ...
-    @overload
-    def boto_client(self, service: Literal["secretsmanager"]) -> SecretsManagerClient: ...
-    @overload
-    def boto_client(self, service: Literal["sqs"]) -> SQSClient: ...
-    @overload
-    def boto_client(self, service: Literal["stepfunctions"]) -> SFNClient: ...
-    @overload
-    def boto_client(self, service: str) -> Any: ...
-
-    def boto_client(self, service: str) -> Any:
-        """A client for ``service`` with botocore's ``standard`` retry mode (throttling and transient
-        errors, exponential backoff, :data:`AWS_MAX_ATTEMPTS` attempts in all). botocore owns retries of
-        a single AWS call; the adapters add none of their own (docs/security.md, "Retries")."""
+    @cached_property
+    def aws(self) -> Session:
+        """Where every AWS client comes from, ``self.aws.client("sqs")`` (typed per service by
+        boto3-stubs): the settings' region and botocore's ``standard`` retry mode (throttling and
+        transient errors, exponential backoff, :data:`AWS_MAX_ATTEMPTS` attempts in all). botocore
+        owns retries of a single AWS call; the adapters add none of their own (docs/security.md,
+        "Retries")."""
         import boto3
+        import botocore.session
         from botocore.config import Config
 
-        config = Config(retries={"mode": "standard", "total_max_attempts": AWS_MAX_ATTEMPTS})
-        return boto3.client(service, region_name=self.settings.aws_region, config=config)  # type: ignore[call-overload]
+        core = botocore.session.get_session()
+        core.set_default_client_config(Config(retries={"mode": "standard", "total_max_attempts": AWS_MAX_ATTEMPTS}))
+        return boto3.Session(botocore_session=core, region_name=self.settings.aws_region)
 
     @cached_property
     def database(self) -> Database:
@@ -111,7 +93,7 @@ class Container(IngestionProviders):
             from memory_engine.adapters.postgres.aws_conninfo import AwsConninfo
 
             factory = AwsConninfo(
-                self.boto_client("secretsmanager"), self.boto_client("rds"), s.database_secret_arn,
+                self.aws.client("secretsmanager"), self.aws.client("rds"), s.database_secret_arn,
                 iam_auth=s.database_iam_auth,
             )
             return Database(factory, max_size=2)
@@ -135,7 +117,7 @@ class Container(IngestionProviders):
             from memory_engine.adapters.bedrock.embedder import BedrockTitanEmbedder
 
             return BedrockTitanEmbedder(
-                self.boto_client("bedrock-runtime"),
+                self.aws.client("bedrock-runtime"),
                 model_id=s.resolved_embedding_model,
                 dimensions=s.resolved_embedding_dimensions,
             )
@@ -156,7 +138,7 @@ class Container(IngestionProviders):
         if s.chat_provider is ChatProvider.BEDROCK:
             from memory_engine.adapters.bedrock.chat import BedrockConverseChat
 
-            return BedrockConverseChat(self.boto_client("bedrock-runtime"), model_id=s.resolved_chat_model)
+            return BedrockConverseChat(self.aws.client("bedrock-runtime"), model_id=s.resolved_chat_model)
         from memory_engine.adapters.openai_compat.chat import OpenAICompatChat
 
         if not s.openai_base_url:
@@ -200,7 +182,7 @@ class Container(IngestionProviders):
         if self.settings.event_bus_name:
             from memory_engine.adapters.eventbridge.publisher import EventBridgePublisher
 
-            return EventBridgePublisher(self.boto_client("events"), bus_name=self.settings.event_bus_name)
+            return EventBridgePublisher(self.aws.client("events"), bus_name=self.settings.event_bus_name)
         if self.settings.runtime is Runtime.AWS:  # only the steps that publish are given the bus
             from memory_engine.ports.events import NoEventBus
 
@@ -216,7 +198,7 @@ class Container(IngestionProviders):
         if self.settings.extraction_dlq_url:
             from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
 
-            return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=self.settings.extraction_dlq_url)
+            return SqsDeadLetterSink(self.aws.client("sqs"), queue_url=self.settings.extraction_dlq_url)
         if self.settings.runtime is Runtime.AWS:
             return None
         from memory_engine.local.adapters.event_sinks import LocalDeadLetters
@@ -243,7 +225,7 @@ class Container(IngestionProviders):
             raise ConfigurationError("EXTRACTION_QUEUE_URL is not set: turns cannot be queued for extraction")
         from memory_engine.adapters.sqs.event_queue import SqsEventQueue
 
-        return SqsEventQueue(self.boto_client("sqs"), queue_url=self.settings.extraction_queue_url)
+        return SqsEventQueue(self.aws.client("sqs"), queue_url=self.settings.extraction_queue_url)
 
     # --- memory lifecycle ---
     expiry: cached_property[ExpiryRepository] = OnDatabase("expiry:PostgresExpiry")

@@ -13,6 +13,8 @@ from memory_engine.ports.embedder import Embedder
 from memory_engine.settings import DEFAULT_CLIENT_URL, OcrProvider, Runtime, Settings
 
 if TYPE_CHECKING:
+    from boto3.session import Session
+
     from memory_engine.adapters.postgres.database import Database
     from memory_engine.domain.converter_protocol import CallbackUrls
     from memory_engine.ports.blobs import BlobStore, UploadInbox
@@ -69,7 +71,8 @@ class IngestionProviders:
         def projects(self) -> ProjectRepository: ...
         @property
         def event_publisher(self) -> EventPublisher: ...
-        def boto_client(self, service: Any) -> Any: ...
+        @property
+        def aws(self) -> Session: ...
 
     documents: cached_property[DocumentRepository] = OnDatabase("documents:PostgresDocumentRepository")
 
@@ -81,7 +84,7 @@ class IngestionProviders:
 
             if not self.settings.documents_bucket:
                 raise ConfigurationError("DOCUMENTS_BUCKET is not set")
-            return S3BlobStore(self.boto_client("s3"), self.settings.documents_bucket)
+            return S3BlobStore(self.aws.client("s3"), self.settings.documents_bucket)
         from memory_engine.local.adapters.blob_store import LocalBlobStore
 
         return LocalBlobStore(self.settings.home / "blobs")
@@ -124,7 +127,7 @@ class IngestionProviders:
 
             if not s.documents_bucket:
                 raise ConfigurationError("OCR_ENGINE=textract needs DOCUMENTS_BUCKET (Textract reads multi-page files from S3)")
-            return TextractOcr(self.boto_client("textract"), self.boto_client("s3"), s.documents_bucket)
+            return TextractOcr(self.aws.client("textract"), self.aws.client("s3"), s.documents_bucket)
         if provider is OcrProvider.TESSERACT:
             return TesseractOcr(languages=s.ocr_languages)
         return None
@@ -144,7 +147,7 @@ class IngestionProviders:
         def secret() -> bytes:
             if s.callback_secret_arn:
                 try:
-                    value = self.boto_client("secretsmanager").get_secret_value(SecretId=s.callback_secret_arn)
+                    value = self.aws.client("secretsmanager").get_secret_value(SecretId=s.callback_secret_arn)
                 except Exception as exc:  # botocore's errors: the callback signer is a dependency
                     raise DependencyError(f"the converter callback secret cannot be read: {exc}") from exc
                 return str(value["SecretString"]).encode()
@@ -172,7 +175,7 @@ class IngestionProviders:
         """Resumes a run waiting for a converter's callback: Step Functions on AWS."""
         from memory_engine.adapters.stepfunctions.task_tokens import StepFunctionsTaskCallbacks
 
-        return StepFunctionsTaskCallbacks(self.boto_client("stepfunctions"))
+        return StepFunctionsTaskCallbacks(self.aws.client("stepfunctions"))
 
     @cached_property
     def ingestion_ports(self) -> IngestionPorts:
@@ -195,5 +198,5 @@ class IngestionProviders:
             raise ConfigurationError("INGESTION_STATE_MACHINE_ARN is not set")
         from memory_engine.adapters.stepfunctions.starter import StepFunctionsPipelineStarter
 
-        return StepFunctionsPipelineStarter(self.boto_client("stepfunctions"), self.settings.state_machine_arn,
+        return StepFunctionsPipelineStarter(self.aws.client("stepfunctions"), self.settings.state_machine_arn,
                                             self.settings.express_state_machine_arn)

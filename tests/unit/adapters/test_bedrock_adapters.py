@@ -74,7 +74,7 @@ def _production_client(monkeypatch: pytest.MonkeyPatch) -> Any:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "x")
     monkeypatch.setattr("botocore.retries.standard.ExponentialBackoff.delay_amount", lambda *_: 0.0)
-    return Container(Settings(AWS_REGION="us-east-1")).boto_client("bedrock-runtime")  # type: ignore[call-arg]
+    return Container(Settings(AWS_REGION="us-east-1")).aws.client("bedrock-runtime")  # type: ignore[call-arg]
 
 
 def test_throttling_is_retried_by_botocore_alone_then_typed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,12 +86,12 @@ def test_an_override_must_name_a_provider(tmp_path: Path) -> None:
     assert LocalContainer(_settings(tmp_path), embedder=fake).embedder is fake
     with pytest.raises(TypeError, match="no provider named 'embeder'"):
         LocalContainer(_settings(tmp_path), embeder=fake)
-    with pytest.raises(TypeError, match="'boto_client'"):
-        Container(_settings(tmp_path), boto_client=lambda service: None)
+    with pytest.raises(TypeError, match="'check'"):  # a method is not a provider
+        Container(_settings(tmp_path), check=lambda function: None)
 
 
 def test_aws_clients_use_the_standard_retry_mode(tmp_path: Path) -> None:
-    client = Container(_settings(tmp_path)).boto_client("sqs")
+    client = Container(_settings(tmp_path)).aws.client("sqs")
     assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}
 
 

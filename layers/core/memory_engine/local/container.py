@@ -66,7 +66,7 @@ class LocalContainer(Container):
         if self.settings.extraction_dlq_url:
             from memory_engine.adapters.sqs.dead_letters import SqsDeadLetterSink
 
-            return SqsDeadLetterSink(self.boto_client("sqs"), queue_url=self.settings.extraction_dlq_url)
+            return SqsDeadLetterSink(self.aws.client("sqs"), queue_url=self.settings.extraction_dlq_url)
         return LocalDeadLetters(self.dead_letter_folder)
 
     @cached_property

@@ -67,20 +67,21 @@ def test_a_missing_tesseract_binary_names_the_package_to_install() -> None:
         list(ocr.pages(b"\x89PNG\r\n\x1a\n", "image/png", "/scans/a.png"))
 
 
-class _Recording(Container):
-    """The composition root with its AWS clients recorded instead of built."""
+class _Recording:
+    """An AWS session whose clients are recorded instead of built."""
 
-    clients: list[str]
+    def __init__(self) -> None:
+        self.clients: list[str] = []
 
-    def boto_client(self, service: str) -> Any:
-        self.clients = [*getattr(self, "clients", []), service]
+    def client(self, service: str) -> object:
+        self.clients.append(service)
         return object()
 
 
 def _ocr(**env: Any) -> tuple[object, list[str]]:
-    container = _Recording(Settings(**env))
-    engine = container.ocr_engine
-    return engine, getattr(container, "clients", [])
+    aws = _Recording()
+    engine = Container(Settings(**env), aws=aws).ocr_engine
+    return engine, aws.clients
 
 
 def test_the_composition_root_builds_textract_on_aws_and_nothing_when_told_none() -> None:
