@@ -129,14 +129,19 @@ def test_forget_validation_and_foreign_memory(api: ApiClient, make_key: KeyFacto
 
 def test_purge_a_memory(api: ApiClient, container: Container, events: RecordingPublisher) -> None:
     # Given a memory with entries, an episode, an extraction run and an entity only it names
+    # ("Locker conv-purge"; "Zed" is also named by another memory of the project, whichever tests ran before)
     memory = api.post("/v1/memories", {"name": "purge"}).json["id"]
     _seed_conversation(api, container, "acme", memory, "conv-purge")
+    neighbour = api.post("/v1/memories", {"name": "purge neighbour"}).json["id"]
+    assert api.post("/v1/memory-entries", {"memory_id": neighbour, "content": "Zed waters the plants.",
+                                           "entities": [{"name": "Zed"}]}).status == 201
     # When it is deleted with purge=true
     response = api.delete(f"/v1/memories/{memory}", params={"purge": "true"})
     # Then 200 with the counts, nothing of it is left, and memory.forgotten was published
     assert response.status == 200, response.json
     assert response.json["deleted"] == {"entries": 2, "episodes": 1, "extraction_runs": 1, "entities": 1}
     assert _count(container, "SELECT count(*) FROM extraction_runs WHERE conversation_id = 'conv-purge'") == 0
+    assert api.get("/v1/memory-entries", params={"memory_id": neighbour}).json["data"][0]["entities"][0]["name"] == "Zed"
     assert [e["detail"]["memory_id"] for e in events.events if e["detail-type"] == "memory.forgotten"] == [memory]
     # and a repeat is 404 (the memory is gone)
     assert api.delete(f"/v1/memories/{memory}", params={"purge": "true"}).status == 404

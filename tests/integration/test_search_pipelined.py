@@ -4,6 +4,7 @@ page is the one the two phases one after the other give."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -107,11 +108,14 @@ def test_a_read_split_between_free_connections_gives_the_same_page(
 ) -> None:
     one_after_another = page(PostgresKnowledgeIndex(container.database, parallel=False), container, world)
     # Given slices of a single row may be read apart, and the documents' vector list comes in last,
-    # well after the memory's candidates were read (so the other connection has nothing left to run)
+    # after the memory's candidates were read (so the other connection has nothing left to run): it
+    # waits for that read, then a moment for its connection to go back to the lanes
     slow_vector = docs.vector
+    memory_read = threading.Event()
 
     def late(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(0.2)
+        assert memory_read.wait(timeout=60), "the memory's candidates were never read"
+        time.sleep(0.05)
         return slow_vector(*args, **kwargs)
 
     monkeypatch.setattr(docs, "vector", late)
@@ -121,7 +125,11 @@ def test_a_read_split_between_free_connections_gives_the_same_page(
 
         def counted(*args: Any, _original: Any = original, _source: str = source, **kwargs: Any) -> Any:
             reads[_source].append(len(kwargs["ids"]))
-            return _original(*args, **kwargs)
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                if _source == "memory":
+                    memory_read.set()
 
         monkeypatch.setattr(module, "candidate_rows", counted)
     index = PostgresKnowledgeIndex(pool, limits=SearchLimits(min_read_slice=1))
