@@ -13,7 +13,6 @@ import importlib.util
 import math
 import os
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -55,7 +54,6 @@ def test_every_peer_answers_the_same_locomo_subset(tmp_path: Path) -> None:
     cache = Path(os.environ.get("MEMORY_ENGINE_HOME", REPO_ROOT / ".memory-engine")) / "eval-cache"
     printed: list[str] = []
     # When the benchmark runs every system, one child process each, on one embedded PostgreSQL
-    started = time.monotonic()
     report = peers.main(["--datasets", "locomo", "--locomo", str(data), "--limit-units", "200", "--limit-queries", "20",
                          "--cache-dir", str(cache)], out=printed.append)
     # Then the table has every system's row, none failed, and every metric is a probability
@@ -77,4 +75,3 @@ def test_every_peer_answers_the_same_locomo_subset(tmp_path: Path) -> None:
     table = printed[0]
     assert table.startswith("### locomo (200 units, 20 queries)")
     assert all(f"| {row}" in table for row in expected)
-    assert time.monotonic() - started < 120  # a smoke run, not the benchmark (the budget is ~60 s)
