@@ -61,7 +61,9 @@ class SearchPlan:
         if (config.subject_boost and query.entity_names) or query.dates:
             return True
         own = [signal for (s, signal) in lists.lists if s == source]
-        return own not in ([Signal.VECTOR], [Signal.KEYWORD] if query.embedding is None else [])
+        if own == [Signal.VECTOR]:
+            return False
+        return not (own == [Signal.KEYWORD] and query.embedding is None)
 
     def expanded(self, lists: RankedLists) -> list[ResultKey]:
         """The rows whose neighbours are read: the best ``config.neighbour_expand`` of ``lists`` by

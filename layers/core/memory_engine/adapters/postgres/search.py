@@ -200,7 +200,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         if not (self._parallel and len(tasks) > 1):
             ranked = self._signal_lists(tasks, query)
             read = [source for source in SOURCES if plan.reads_rows(ranked, source)]
-            return ranked, _listed(plan, ranked) | (self.candidates(
+            return ranked, _listed(ranked, [s for s in SOURCES if s not in read]) | (self.candidates(
                 project_id, scopes, ranked, query.embedding, top=plan.expanded(ranked), window=plan.window,
                 sources=read) if read else {})
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
@@ -230,7 +230,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         for name, rows in done.items():
             if name[1] == _READ:
                 found.update(_candidates(name[0], rows, ranked))
-        return ranked, found | _listed(plan, ranked)
+        return ranked, found | _listed(ranked, [s for s in SOURCES if not plan.reads_rows(ranked, s)])
 
     def _candidate_reads(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
@@ -346,12 +346,11 @@ def _ranked_in_order(tasks: Mapping[ListKey, Any], answers: Mapping[Any, Any]) -
     return out
 
 
-def _listed(plan: SearchPlan, ranked: RankedLists) -> dict[ResultKey, Candidate]:
-    """The candidates of the sources whose rows fusion does not read (:meth:`SearchPlan.reads_rows`)."""
+def _listed(ranked: RankedLists, sources: Sequence[SourceType]) -> dict[ResultKey, Candidate]:
+    """The candidates of ``sources``, those whose rows fusion does not read (:meth:`SearchPlan.reads_rows`)."""
     found: dict[ResultKey, Candidate] = {}
-    for source in SOURCES:
-        if not plan.reads_rows(ranked, source):
-            found.update(listed_candidates(ranked, source))
+    for source in sources:
+        found.update(listed_candidates(ranked, source))
     return found
 
 
