@@ -182,7 +182,8 @@ def worker(args: argparse.Namespace) -> int:
     index = container.knowledge_index
     for stage, owner, name in (("plan", service, "_plan"), ("ranking", type(index), "ranking"),
                                ("fusion", pg_search, "fused_ranking"), ("page", service, "_page"),
-                               ("fetch", type(index), "fetch"), ("render", service, "render")):
+                               ("fetch", type(index), "fetch"), ("fetch", pg_search, "_page_rows"),
+                               ("render", service, "render")):
         probe.wrap(owner, name, stage)
     profiler = cProfile.Profile() if args.profile else None
 

@@ -1,6 +1,6 @@
 """The signal statements of one search run in lanes, one per pooled connection: the same lists as
-one after another, on any pool size, and a failing statement fails the search without keeping a
-connection."""
+one after another, on any pool size, the candidates and the page read on the same connections, and
+a failing statement fails the search without keeping a connection."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.lanes import Lanes
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_config import HYBRID
@@ -77,3 +78,60 @@ def test_a_failing_statement_fails_the_search_and_returns_its_connection(
         assert ranked(index, container, world) == ranked(PostgresKnowledgeIndex(pools[1], parallel=False), container, world)
     finally:
         index.close()
+
+
+class CountedDatabase(Database):
+    """A pool that counts the connections it hands out."""
+
+    def __init__(self, url: str, max_size: int) -> None:
+        super().__init__(url, min_size=1, max_size=max_size)
+        self.taken = 0
+
+    def connection(self) -> Any:
+        self.taken += 1
+        return super().connection()
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_a_search_reads_its_page_on_the_connections_its_ranking_holds(
+    container: Container, world: dict[str, Any], database_url: str, size: int
+) -> None:
+    database = CountedDatabase(database_url, size)
+    index = PostgresKnowledgeIndex(database, parallel=size > 1)
+    try:
+        # Given a hybrid search over facts and documents (five signal statements, candidate reads, the page)
+        page = ranked(index, container, world)
+        database.taken = 0
+        # When it runs again
+        assert ranked(index, container, world) == page
+        # Then it took no connection beyond those of its lanes: the candidates and the page's rows
+        # are read in the transactions the signal statements ran in
+        assert database.taken == size
+    finally:
+        index.close()
+        database.close()
+
+
+def test_lanes_run_the_next_phase_on_the_connections_they_hold(database_url: str) -> None:
+    database = CountedDatabase(database_url, 2)
+    lanes = Lanes(database, max_workers=2)
+    phases: list[list[str]] = []
+
+    def backend(conn: Any) -> int:
+        return int(conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
+
+    def drained(done: dict[str, int]) -> dict[str, Any]:
+        phases.append(sorted(done))
+        return {"c": backend, "d": backend} if len(phases) == 1 else {}
+
+    try:
+        # When two tasks end and the next phase adds two more
+        done = lanes.run({"a": backend, "b": backend}, 40, drained=drained)
+        # Then the next phase was asked for once the first had ended, and once more after it
+        assert phases == [["a", "b"], ["a", "b", "c", "d"]]
+        # And every task ran on the two connections taken at the start
+        assert sorted(done) == ["a", "b", "c", "d"] and database.taken == 2
+        assert len(set(done.values())) <= 2
+    finally:
+        lanes.close()
+        database.close()

@@ -21,7 +21,7 @@ from memory_engine.domain.search_models import (
     Scopes,
     SignalQuery,
 )
-from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking
+from memory_engine.domain.search_plan import Ranking, SearchPlan, fused_ranking
 from memory_engine.domain.supersession import Restatement
 from memory_engine.errors import EmbeddingError, NotFound
 from memory_engine.ports.documents import DocumentRepository
@@ -59,18 +59,15 @@ class FakeIndex(KnowledgeIndex):
         self.ranked = ranked
         self.queries: list[SignalQuery] = []
 
-    def ranking(self, project_id: str, plan: SearchPlan) -> list[RankedRow]:
+    def ranking(self, project_id: str, plan: SearchPlan) -> Ranking:
         self.queries.append(plan.query)
         similarity = self.ranked.scored(Signal.VECTOR)
         candidates = {key: Candidate(similarity=similarity.get(key)) for keys in self.ranked.lists.values() for key in keys}
-        return fused_ranking(plan, self.ranked, candidates)
-
-    def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False,
-        text: str | None = None,
-    ) -> dict[ResultKey, AnyResult]:
-        return {key: MemoryResult(id=key[1], content=f"fact {key[1]}", score=0.0, memory_id="mem_1",
-                                  memory_name="m", created_at=NOW) for key in keys}
+        rows = fused_ranking(plan, self.ranked, candidates)
+        shown: dict[ResultKey, AnyResult] = {
+            row.key: MemoryResult(id=row.key[1], content=f"fact {row.key[1]}", score=0.0, memory_id="mem_1",
+                                  memory_name="m", created_at=NOW) for row in rows[: plan.page]}
+        return Ranking(rows, shown)
 
     def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
         return []

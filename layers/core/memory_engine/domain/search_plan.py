@@ -4,7 +4,8 @@ The service builds a :class:`SearchPlan` (the query as the index sees it, the so
 fusion config) and hands it to the index in one call
 (:meth:`memory_engine.ports.search.KnowledgeIndex.ranking`); the index runs the signals, reads the
 candidates the plan asks for (:meth:`SearchPlan.expanded` says whose neighbours) and returns
-:func:`fused_ranking` of what it found: data in, data out, no call back into the service.
+:func:`fused_ranking` of what it found with the rows of its first ``plan.page`` keys
+(:class:`Ranking`): data in, data out, no call back into the service.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memory_engine.domain.relevance import Evidence, relevance
 from memory_engine.domain.rrf import rrf
 from memory_engine.domain.search_config import SearchConfig, Signal
 from memory_engine.domain.search_models import (
+    AnyResult,
     Candidate,
     ListKey,
     RankedLists,
@@ -34,6 +36,10 @@ class SearchPlan:
     query: SignalQuery
     scopes: Scopes
     config: SearchConfig
+    #: How many of the ranking's first rows are read with it (:class:`Ranking`), as the page shows
+    #: them (``raw``: content as stored, without the context line).
+    page: int = 0
+    raw: bool = False
 
     @property
     def reads_candidates(self) -> bool:
@@ -87,6 +93,16 @@ class RankedRow:
     def estimate(self) -> float:
         """The row's own relevance estimate (0 without evidence)."""
         return 0.0 if self.evidence is None else relevance(self.evidence)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What the index answers for a plan: the whole fused ranking, best first, and the rows of its
+    first ``plan.page`` keys still in scope, read in the same transaction as the last of the
+    ranking's statements (a key deleted meanwhile has no row)."""
+
+    rows: list[RankedRow]
+    shown: dict[ResultKey, AnyResult]
 
 
 def listed_candidates(lists: RankedLists, source: SourceType) -> dict[ResultKey, Candidate]:

@@ -1,4 +1,4 @@
-"""The search index port: a plan in, the fused ranking out; then the rows to show."""
+"""The search index port: a plan in; the fused ranking and the rows of its page out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from memory_engine.domain.search_models import (
     ResultKey,
     Scopes,
 )
-from memory_engine.domain.search_plan import RankedRow, SearchPlan
+from memory_engine.domain.search_plan import Ranking, SearchPlan
 from memory_engine.domain.supersession import Restatement
 from memory_engine.domain.vectors import Vector
 
@@ -22,7 +22,7 @@ class KnowledgeIndex(Protocol):
     ``project_id``; rows of other projects are never seen. Raises
     :class:`memory_engine.errors.DatabaseError` when the database fails."""
 
-    def ranking(self, project_id: str, plan: SearchPlan) -> list[RankedRow]:
+    def ranking(self, project_id: str, plan: SearchPlan) -> Ranking:
         """The fused ranking of ``plan``, best first: for each signal in ``plan.query.signals`` and
         each source of ``plan.scopes``, the keys of at most ``query.depth`` live candidates (with
         raw scores for vector and keyword, and the keyword statistics per source); for convex
@@ -31,16 +31,12 @@ class KnowledgeIndex(Protocol):
         episodes) or document (chunks): cosine to ``query.embedding`` (an episode's: its best
         window's), BM25 under the lists' keyword statistics, previous neighbours, subjects, dates
         (an episode's: when it was said); all of it through
-        :func:`memory_engine.domain.search_plan.fused_ranking`."""
-        ...
-
-    def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False,
-        text: str | None = None,
-    ) -> dict[ResultKey, AnyResult]:
-        """The rows behind ``keys`` (score 0; ``similarity_score`` = cosine to ``embedding``; an
+        :func:`memory_engine.domain.search_plan.fused_ranking`. With it, the rows behind the
+        ranking's first ``plan.page`` keys, read in the transaction of its last statements (no
+        connection taken again): score 0, ``similarity_score`` = cosine to ``query.embedding`` (an
         episode's is its best window's, and its ``content`` the window that holds the most of
-        ``text``'s words, else the nearest to ``embedding``)."""
+        ``query.text``'s words, else the nearest to the embedding); ``plan.raw``: facts' content
+        as stored."""
         ...
 
     def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:

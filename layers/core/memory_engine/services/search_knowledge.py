@@ -21,7 +21,7 @@ from memory_engine.domain.search_models import (
     SearchResponse,
     SignalQuery,
 )
-from memory_engine.domain.search_plan import RankedRow, SearchPlan
+from memory_engine.domain.search_plan import RankedRow, Ranking, SearchPlan
 from memory_engine.errors import EmbeddingError, InvalidInput
 from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder, Vector
@@ -131,11 +131,13 @@ def ranking(
     for ``fusion="rrf"`` (its rows are scored by their cosine once read: :func:`_rrf_page`)."""
     if config.fusion == "rrf":
         return None
-    return index.ranking(project_id, _plan(request, config, scopes, query_vector))
+    return index.ranking(project_id, _plan(request, config, scopes, query_vector)).rows
 
 
-def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_vector: QueryVector) -> SearchPlan:
-    """What the index ranks: the query as its signals read it, the scopes and the fusion config."""
+def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_vector: QueryVector, *,
+          page: int = 0, raw: bool = False) -> SearchPlan:
+    """What the index ranks: the query as its signals read it, the scopes and the fusion config;
+    and how many of the ranking's first rows it reads with it (``page``, as ``raw`` says)."""
     signals = set(config.signals)
     if query_vector.embedding_failed:
         signals = (signals - {Signal.VECTOR}) | {Signal.KEYWORD, Signal.ENTITY, Signal.RECENCY}
@@ -155,42 +157,36 @@ def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_ve
         keyword_strict=bool(request.query) and uses_websearch_syntax(request.query or ""),
         dates=tuple(dates),
     )
-    return SearchPlan(query, scopes, config)
+    return SearchPlan(query, scopes, config, page=page, raw=raw)
 
 
 def _ranked(
     index: KnowledgeIndex, project_id: str, request: SearchRequest, config: SearchConfig, scopes: Scopes,
     query_vector: QueryVector, *, raw: bool,
 ) -> list[AnyResult]:
-    rows = index.ranking(project_id, _plan(request, config, scopes, query_vector))
+    # the page is at most the ranking's first `limit` rows, read with it
+    ranked = index.ranking(project_id, _plan(request, config, scopes, query_vector, page=request.limit, raw=raw))
     if config.fusion == "rrf":
-        return _rrf_page(index, project_id, request, rows, query_vector.vector, raw=raw)
+        return _rrf_page(request, ranked)
     newer_first = config.newer_first and Signal.VECTOR in config.signals and query_vector.vector is not None
-    return _page(index, project_id, request, rows, query_vector.vector, raw=raw, newer_first=newer_first)
+    return _page(index, project_id, request, ranked, newer_first=newer_first)
 
 
 def _page(
-    index: KnowledgeIndex, project_id: str, request: SearchRequest, ranked: Sequence[RankedRow],
-    embedding: Vector | None, *, raw: bool, newer_first: bool = False,
+    index: KnowledgeIndex, project_id: str, request: SearchRequest, ranking: Ranking, *, newer_first: bool = False,
 ) -> list[AnyResult]:
-    """The page read in fused order: the ranking's first ``limit`` rows (with ``newer_first``, the
-    facts that state the same thing newest first: :func:`_newer_first`), scored along the page
+    """The page in fused order: the ranking's first ``limit`` rows (with ``newer_first``, the facts
+    that state the same thing newest first: :func:`_newer_first`), scored along the page
     (domain/relevance.py: a row's score is the best estimate at or below it on the page), cut by
-    the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks."""
-    head = ranked[: request.limit]
+    the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks; the
+    rows as the index read them with the ranking (one deleted since is left out)."""
+    head = ranking.rows[: request.limit]
     floor = _turns_and_facts_only(row.key for row in head)
     if newer_first and kept([max((row.estimate for row in head), default=0.0)], request.min_score, default_floor=floor):
         head = _newer_first(index, project_id, head)
     scores = along_ranking([row.estimate for row in head])
     page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score, default_floor=floor)]
-    rows = index.fetch(project_id, [row.key for row, _ in page], embedding, raw=raw, text=request.query)
-    results: list[AnyResult] = []
-    for item, score in page:
-        found = rows.get(item.key)
-        if found is None:  # deleted between ranking and reading
-            continue
-        results.append(_shown(found, item, score))
-    return results
+    return [_shown(ranking.shown[item.key], item, score) for item, score in page if item.key in ranking.shown]
 
 
 def _newer_first(index: KnowledgeIndex, project_id: str, head: Sequence[RankedRow]) -> list[RankedRow]:
@@ -205,15 +201,12 @@ def _newer_first(index: KnowledgeIndex, project_id: str, head: Sequence[RankedRo
     return supersession.newer_first(head, lambda row: row.key, restated)
 
 
-def _rrf_page(
-    index: KnowledgeIndex, project_id: str, request: SearchRequest, fused: Sequence[RankedRow],
-    embedding: Vector | None, *, raw: bool,
-) -> list[AnyResult]:
+def _rrf_page(request: SearchRequest, ranking: Ranking) -> list[AnyResult]:
     """Search v1: Reciprocal Rank Fusion of the lists (kept as the ``rrf_v1`` preset to compare). Its
     page's rows are scored by their cosine alone (no candidate is read before the page)."""
-    head = fused[: request.limit]
-    rows = index.fetch(project_id, [f.key for f in head], embedding, raw=raw, text=request.query)
-    ranked_rows = [replace(f, evidence=Evidence(rows[f.key].similarity_score, None)) for f in head if f.key in rows]
+    rows = ranking.shown
+    ranked_rows = [replace(f, evidence=Evidence(rows[f.key].similarity_score, None))
+                   for f in ranking.rows[: request.limit] if f.key in rows]
     scores = along_ranking([row.estimate for row in ranked_rows])
     floor = _turns_and_facts_only(row.key for row in ranked_rows)
     return [_shown(rows[item.key], item, score)

@@ -179,22 +179,33 @@ class Lanes:
     def run(
         self, tasks: dict[_K, Callable[[psycopg.Connection[Any]], _T]], ef_search: int,
         then: Callable[[_K, _T, int], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
+        drained: Callable[[dict[_K, _T]], dict[_K, Callable[[psycopg.Connection[Any]], _T]]] | None = None,
+        *, lanes: int | None = None,
     ) -> dict[_K, _T]:
         """Every task's result, the tasks taken in their order by as many lanes as the pool has
-        connections (at most one per task): each lane holds one connection in one transaction and
-        takes the next task until none is left. A task of its own per connection paid a checkout, a
-        check, the settings and a commit each (0.2 ms of CPU; a hybrid search ranks with five).
+        connections (at most one per task, at most ``lanes``): each lane holds one connection in one
+        transaction and takes the next task until none is left. A task of its own per connection
+        paid a checkout, a check, the settings and a commit each (0.2 ms of CPU; a hybrid search
+        ranks with five). The calling thread runs one lane itself.
+
         ``then(name, result, spare)``, called as each task ends, may return more tasks, queued
         behind the others; ``spare`` is how many lanes would have nothing to run next (this one
-        included). A lane with nothing to take waits while tasks run that may still add some. The
-        first failure stops every lane and is raised."""
+        included). ``drained(results)``, called by the lane that ends the last task (none queued,
+        none running) with every result so far, may return more tasks as well (the next phase:
+        the lanes still hold their connections and transactions); it is called again each time
+        those are done, until it returns none. A lane with nothing to take waits while tasks run
+        that may still add some. The first failure stops every lane and is raised."""
+        results: dict[_K, _T] = {}
+        if not tasks and drained is not None:
+            tasks = drained({})  # nothing to run first: the next phase at once
+        if not tasks:
+            return results
         pending = deque(tasks)
         tasks = dict(tasks)
         state = {"outstanding": len(pending), "idle": 0, "failed": False}
         cond = threading.Condition()
 
-        def lane(conn: psycopg.Connection[Any]) -> dict[_K, _T]:
-            done: dict[_K, _T] = {}
+        def lane(conn: psycopg.Connection[Any]) -> None:
             while True:
                 with cond:
                     state["idle"] += 1
@@ -202,17 +213,20 @@ class Lanes:
                         cond.wait()
                     state["idle"] -= 1
                     if state["failed"] or not pending:
-                        return done
+                        return
                     name = pending.popleft()
                     task = tasks[name]
                 try:
-                    done[name] = task(conn)
-                    if then is None:
-                        more: dict[_K, Callable[[psycopg.Connection[Any]], _T]] = {}
-                    else:
-                        with cond:
-                            spare = state["idle"] + 1 - len(pending)
-                        more = then(name, done[name], spare)
+                    answer = task(conn)
+                    with cond:
+                        results[name] = answer
+                        spare = state["idle"] + 1 - len(pending)
+                    more = {} if then is None else then(name, answer, spare)
+                    if not more and drained is not None:
+                        with cond:  # the last task ended: the others wait while its lane asks what is next
+                            so_far = None if pending or state["outstanding"] > 1 else dict(results)
+                        if so_far is not None:
+                            more = drained(so_far)
                 except BaseException:
                     with cond:
                         state["failed"] = True
@@ -224,11 +238,18 @@ class Lanes:
                     state["outstanding"] += len(more) - 1
                     cond.notify_all()
 
-        lanes = min(len(pending), self._database.max_size, self._max_workers)
-        futures = [self._threads().submit(self.run_one, lane, ef_search) for _ in range(lanes)]
-        results: dict[_K, _T] = {}
-        for future in futures:
-            results.update(future.result())
+        count = min(len(pending), self._database.max_size, self._max_workers, lanes or len(pending))
+        futures = [self._threads().submit(self.run_one, lane, ef_search) for _ in range(count - 1)]
+        failure: BaseException | None = None
+        try:
+            self.run_one(lane, ef_search)
+        except BaseException as exc:
+            failure = exc
+        for future in futures:  # every lane's connection is back before the search ends or fails
+            error = future.exception()
+            failure = failure or error
+        if failure is not None:
+            raise failure
         return results
 
     def run_one(self, task: Callable[[psycopg.Connection[Any]], _T], ef_search: int) -> _T:

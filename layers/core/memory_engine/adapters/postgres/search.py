@@ -47,7 +47,7 @@ from memory_engine.domain.search_models import (
     SignalQuery,
     SourceType,
 )
-from memory_engine.domain.search_plan import RankedRow, SearchPlan, fused_ranking, listed_candidates
+from memory_engine.domain.search_plan import RankedRow, Ranking, SearchPlan, fused_ranking, listed_candidates
 from memory_engine.domain.supersession import Restatement
 from memory_engine.domain.vectors import Vector
 from memory_engine.ports.search import KnowledgeIndex
@@ -134,8 +134,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         return self._keyword(conn, _TABLES[source], partial(
             _SIDES[source].keyword, conn, project_id, scope, q, stats, limits=self._limits.keyword))
 
-    def ranking(self, project_id: str, plan: SearchPlan) -> list[RankedRow]:
-        return fused_ranking(plan, *self.lists_and_candidates(project_id, plan))
+    def ranking(self, project_id: str, plan: SearchPlan) -> Ranking:
+        return self._rank(project_id, plan).ranking
 
     def signal_lists(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         """The signals' lists alone (what RRF fuses)."""
@@ -187,28 +187,30 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         return found
 
     def lists_and_candidates(self, project_id: str, plan: SearchPlan) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
-        """The signals' lists and, for convex fusion, the candidates read (:meth:`candidates` with
-        the neighbours of ``plan.expanded``). Running in parallel, each source's candidates are read
-        as soon as that source's lists are in (the neighbours of the best of that source's lists
-        alone), on whichever connection is free: the two phases overlap instead of one waiting for
-        the slowest statement of the other. The read is then a superset of the one after both
-        sources' lists; :func:`memory_engine.domain.search_plan.fused_ranking` keeps the latter."""
+        """The signals' lists and, for convex fusion, the candidates read (those of :meth:`ranking`)."""
+        ranked = self._rank(project_id, replace(plan, page=0))
+        return ranked.lists, ranked.found
+
+    def _rank(self, project_id: str, plan: SearchPlan) -> _Ranked:
+        """:meth:`ranking` in three phases over the lanes, each starting on the connections the one
+        before holds: the signals' lists; for convex fusion, the candidate reads (the neighbours of
+        ``plan.expanded``); then, in the lane that ends the last read, the fused ranking and the
+        read of its first ``plan.page`` rows. Running in parallel, each source's candidates are
+        read as soon as that source's lists are in (the neighbours of the best of that source's
+        lists alone), on whichever connection is free: the two phases overlap instead of one
+        waiting for the slowest statement of the other. The read is then a superset of the one
+        after both sources' lists; :func:`memory_engine.domain.search_plan.fused_ranking` keeps
+        the latter. One after another (one lane), each source is read after every list is in."""
         query, scopes = plan.query, plan.scopes
         tasks: dict[Any, Callable[[psycopg.Connection[Any]], Any]] = dict(self._tasks(project_id, query, scopes))
-        if not plan.reads_candidates:
-            return self._signal_lists(tasks, query), {}
-        if not (self._parallel and len(tasks) > 1):
-            ranked = self._signal_lists(tasks, query)
-            read = [source for source in SOURCES if plan.reads_rows(ranked, source)]
-            return ranked, _listed(ranked, [s for s in SOURCES if s not in read]) | (self.candidates(
-                project_id, scopes, ranked, query.embedding, top=plan.expanded(ranked), window=plan.window,
-                sources=read) if read else {})
+        early = self._parallel and len(tasks) > 1
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {source: {} for source in SOURCES}
         bookkeeping = threading.Lock()
+        out: list[_Ranked] = []
 
         def then(name: Any, answer: Any, spare: int) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
-            if name[1] == _READ:
+            if not (early and plan.reads_candidates) or name[1] in (_READ, _PAGE):
                 return {}
             source = name[0]
             with bookkeeping:  # lanes end tasks of one source at the same time
@@ -224,13 +226,37 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
                                           plan.window, parts=max(1, spare))
             return {(source, _READ, part): read for part, read in enumerate(reads)}
 
-        done = self._lanes.run(_in_submit_order(tasks), query.ef_search, then=then)
-        ranked = _ranked_in_order(tasks, done)
-        found: dict[ResultKey, Candidate] = {}
+        def drained(done: dict[Any, Any]) -> dict[Any, Callable[[psycopg.Connection[Any]], Any]]:
+            if out:  # the page was read
+                return {}
+            ranked = _ranked_in_order(tasks, done)
+            read = [source for source in SOURCES if plan.reads_candidates and plan.reads_rows(ranked, source)]
+            if not early and read and not any(name[1] == _READ for name in done):
+                top = plan.expanded(ranked)  # one after another: each source read after every list
+                work = {(source, _READ, 0): reads[0] for source in read if (reads := self._candidate_reads(
+                    project_id, scopes, ranked, source, query.embedding, top, plan.window))}
+                if work:
+                    return work
+            found: dict[ResultKey, Candidate] = {}
+            for name, rows in done.items():
+                if name[1] == _READ:
+                    found.update(_candidates(name[0], rows, ranked))
+            if plan.reads_candidates:
+                found |= _listed(ranked, [source for source in SOURCES if source not in read])
+            rows = fused_ranking(plan, ranked, found)
+            out.append(_Ranked(ranked, found, rows))
+            # the page's rows, each source's in one statement: on as many of the lanes' connections
+            page = [row.key for row in rows[: plan.page]]
+            return {(source, _PAGE): partial(_page_rows, source=source, project_id=project_id, ids=ids, plan=plan)
+                    for source in SOURCES if (ids := [key for s, key in page if s == source])}
+
+        done = self._lanes.run(_in_submit_order(tasks), query.ef_search, then=then, drained=drained,
+                               lanes=None if self._parallel else 1)
+        shown: dict[ResultKey, AnyResult] = {}
         for name, rows in done.items():
-            if name[1] == _READ:
-                found.update(_candidates(name[0], rows, ranked))
-        return ranked, found | _listed(ranked, [s for s in SOURCES if not plan.reads_rows(ranked, s)])
+            if name[1] == _PAGE:
+                shown.update(rows)
+        return replace(out[0], shown=shown)
 
     def _candidate_reads(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
@@ -260,28 +286,6 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     def close(self) -> None:
         self._lanes.close()
 
-    # --- rows ------------------------------------------------------------------------------
-    def fetch(
-        self, project_id: str, keys: Sequence[ResultKey], embedding: Vector | None, *, raw: bool = False,
-        text: str | None = None,
-    ) -> dict[ResultKey, AnyResult]:
-        """The result rows of ``keys``: each source's read at once, one connection each."""
-        of = {source: [key for s, key in keys if s == source] for source in SOURCES}
-        work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[tuple[ResultKey, Any]]]] = {}
-        if of[mems.SOURCE]:
-            work[mems.SOURCE] = lambda conn: [((mems.SOURCE, row["id"]), memory_result(row, raw=raw))
-                                              for row in mems.rows(conn, project_id, of[mems.SOURCE], embedding)]
-        if of[docs.SOURCE]:
-            work[docs.SOURCE] = lambda conn: [((docs.SOURCE, row["id"]), document_result(row))
-                                              for row in docs.rows(conn, project_id, of[docs.SOURCE], embedding)]
-        if of[eps.SOURCE]:
-            work[eps.SOURCE] = lambda conn: [((eps.SOURCE, row["id"]), episode_result(row))
-                                             for row in eps.rows(conn, project_id, of[eps.SOURCE], embedding, text)]
-        found: dict[ResultKey, AnyResult] = {}
-        for rows in self._run_all(work, FETCH_EF_SEARCH).values():
-            found.update(rows)
-        return found
-
     def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
         ids = [key for source, key in keys if source == mems.SOURCE]
         if len(ids) < 2:
@@ -292,12 +296,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     def _run_all(self, work: Mapping[_K, Callable[[psycopg.Connection[Any]], _V]], ef_search: int) -> dict[_K, _V]:
         """Every task of ``work`` in search transactions: in lanes when the index runs in parallel,
         else one after another on one connection."""
-        if self._parallel and len(work) > 1:
-            return self._lanes.run(dict(work), ef_search)
-        if not work:
-            return {}
-        with self._database.connection() as conn, searching(conn, ef_search):
-            return {name: task(conn) for name, task in work.items()}
+        return self._lanes.run(dict(work), ef_search, lanes=None if self._parallel else 1)
 
     def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:
         out: list[AnyResult] = []
@@ -330,10 +329,24 @@ def _scoped(scopes: Scopes) -> dict[SourceType, tuple[Any, MemoryScope | Documen
     return {source: (_SIDES[source], scope) for source, scope in given.items() if scope is not None}
 
 
-#: The result rows are read by id: no vector scan runs in their transaction.
-FETCH_EF_SEARCH: Final = 40
-#: The name of a source's candidate read among its signal tasks (``(source, _READ)``).
+#: The name of a source's candidate read among its signal tasks (``(source, _READ, part)``).
 _READ: Final = "candidates"
+#: The name of a source's read of the ranking's first rows (``(source, _PAGE)``), the last tasks.
+_PAGE: Final = "page"
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A ranking with what it was fused from: the signals' lists and the candidates read."""
+
+    lists: RankedLists
+    found: dict[ResultKey, Candidate]
+    rows: list[RankedRow]
+    shown: dict[ResultKey, AnyResult] = field(default_factory=dict)
+
+    @property
+    def ranking(self) -> Ranking:
+        return Ranking(self.rows, self.shown)
 
 
 def _ranked_in_order(tasks: Mapping[ListKey, Any], answers: Mapping[Any, Any]) -> RankedLists:
@@ -352,6 +365,18 @@ def _listed(ranked: RankedLists, sources: Sequence[SourceType]) -> dict[ResultKe
     for source in sources:
         found.update(listed_candidates(ranked, source))
     return found
+
+
+def _page_rows(conn: psycopg.Connection[Any], *, source: SourceType, project_id: str, ids: list[str],
+               plan: SearchPlan) -> dict[ResultKey, AnyResult]:
+    """The result rows of ``source``'s ``ids`` (of a ranking's first), shaped as the page shows them."""
+    embedding = plan.query.embedding
+    if source == mems.SOURCE:
+        return {(source, row["id"]): memory_result(row, raw=plan.raw)
+                for row in mems.rows(conn, project_id, ids, embedding)}
+    if source == docs.SOURCE:
+        return {(source, row["id"]): document_result(row) for row in docs.rows(conn, project_id, ids, embedding)}
+    return {(source, row["id"]): episode_result(row) for row in eps.rows(conn, project_id, ids, embedding, plan.query.text)}
 
 
 def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:
