@@ -2,7 +2,9 @@
 
 Each lane holds one connection in one transaction (the search settings made once, :func:`searching`)
 and takes the next task until none is left; a task may add tasks as it ends (a source's candidate
-read, once its lists are in). docs/retrieval.md has the measurements.
+read, once its lists are in), and the lane that ends the last task may start the next phase on the
+connections the lanes hold (a search's page read, once its ranking is fused). docs/retrieval.md has
+the measurements.
 """
 
 from __future__ import annotations

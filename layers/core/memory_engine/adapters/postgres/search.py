@@ -6,7 +6,8 @@ the searched memories' episodes (``search_episodes``); what they run alike is ``
 
 Signals run concurrently in lanes, one per connection of search's pool (the default), or one
 after another on one pooled connection (``parallel=False``); each source's candidate read joins
-the lanes as soon as that source's lists are in (:meth:`PostgresKnowledgeIndex.lists_and_candidates`).
+the lanes as soon as that source's lists are in, and the page's rows are read on the same
+connections once the ranking is fused (:meth:`PostgresKnowledgeIndex._rank`).
 docs/retrieval.md has the measurements that picked each (hybrid p95 at 100k facts + 100k chunks:
 57 ms concurrent vs 117 ms one after another when this began; 14.5 ms in the session before
 the generic plans, 23.8-24.2 ms after them on a machine about 1.5x slower).
