@@ -4,6 +4,8 @@ a failing statement fails the search without keeping a connection."""
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -133,5 +135,33 @@ def test_lanes_run_the_next_phase_on_the_connections_they_hold(database_url: str
         assert sorted(done) == ["a", "b", "c", "d"] and database.taken == 2
         assert len(set(done.values())) <= 2
     finally:
+        lanes.close()
+        database.close()
+
+
+def test_of_two_lanes_ending_the_last_tasks_at_once_exactly_one_asks_for_the_next_phase(database_url: str) -> None:
+    database = Database(database_url, min_size=2, max_size=2)
+    lanes = Lanes(database, max_workers=2)
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can: a window between two locks shows
+    try:
+        for _ in range(300):
+            both_done = threading.Barrier(2, timeout=30)
+            asked: list[int] = []
+
+            def then(name: str, answer: int, spare: int) -> dict[str, Any]:
+                both_done.wait()  # the two tasks end together: both lanes count their task done at once
+                return {}
+
+            def drained(done: dict[str, int], asked: list[int] = asked) -> dict[str, Any]:
+                asked.append(len(done))
+                return {}
+
+            # When two tasks on two lanes end at the same moment
+            lanes.run({"a": lambda conn: 1, "b": lambda conn: 2}, 40, then=then, drained=drained)
+            # Then the next phase was asked for once, with both results
+            assert asked == [2]
+    finally:
+        sys.setswitchinterval(switching)
         lanes.close()
         database.close()

@@ -224,21 +224,29 @@ class Lanes:
                         results[name] = answer
                         spare = state["idle"] + 1 - len(pending)
                     more = {} if then is None else then(name, answer, spare)
-                    if not more and drained is not None:
-                        with cond:  # the last task ended: the others wait while its lane asks what is next
-                            so_far = None if pending or state["outstanding"] > 1 else dict(results)
-                        if so_far is not None:
-                            more = drained(so_far)
+                    while True:
+                        with cond:
+                            tasks.update(more)
+                            pending.extend(more)
+                            state["outstanding"] += len(more)
+                            # whether this was the last task is decided where it is counted done, so
+                            # of two lanes ending the last two tasks at once exactly one asks
+                            if drained is None or pending or state["outstanding"] > 1:
+                                state["outstanding"] -= 1
+                                cond.notify_all()
+                                break
+                            so_far = dict(results)  # the others wait while this lane asks what is next
+                        more = drained(so_far)
+                        if not more:
+                            with cond:
+                                state["outstanding"] -= 1
+                                cond.notify_all()
+                            break
                 except BaseException:
                     with cond:
                         state["failed"] = True
                         cond.notify_all()
                     raise
-                with cond:
-                    tasks.update(more)
-                    pending.extend(more)
-                    state["outstanding"] += len(more) - 1
-                    cond.notify_all()
 
         count = min(len(pending), self._database.max_size, self._max_workers, lanes or len(pending))
         futures = [self._threads().submit(self.run_one, lane, ef_search) for _ in range(count - 1)]
