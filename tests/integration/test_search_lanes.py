@@ -63,8 +63,10 @@ def test_lanes_rank_as_statements_one_after_another(
             index.close()
 
 
+@pytest.mark.parametrize("statement", ["entity_signal", "rows"])  # a signal's; the page's read, the last phase
 def test_a_failing_statement_fails_the_search_and_returns_its_connection(
-    container: Container, world: dict[str, Any], pools: dict[int, Database], monkeypatch: pytest.MonkeyPatch
+    container: Container, world: dict[str, Any], pools: dict[int, Database], monkeypatch: pytest.MonkeyPatch,
+    statement: str,
 ) -> None:
     index = PostgresKnowledgeIndex(pools[2])
 
@@ -73,7 +75,7 @@ def test_a_failing_statement_fails_the_search_and_returns_its_connection(
 
     try:
         with monkeypatch.context() as patch:
-            patch.setattr(mems, "entity_signal", broken)
+            patch.setattr(mems, statement, broken)
             with pytest.raises(DatabaseError):
                 ranked(index, container, world)
         # both connections are back in the pool and usable: the next search runs in full
