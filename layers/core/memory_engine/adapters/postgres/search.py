@@ -136,7 +136,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             _SIDES[source].keyword, conn, project_id, scope, q, stats, limits=self._limits.keyword))
 
     def ranking(self, project_id: str, plan: SearchPlan) -> Ranking:
-        return self._rank(project_id, plan).ranking
+        ranked, shown = self._rank(project_id, plan)
+        return Ranking(ranked.rows, shown)
 
     def signal_lists(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         """The signals' lists alone (what RRF fuses)."""
@@ -177,11 +178,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
     ) -> dict[ResultKey, Candidate]:
         """What fusion reads of the listed rows and of the neighbours of ``top``, each of ``sources``
         (all when empty) read at once."""
-        work: dict[SourceType, Callable[[psycopg.Connection[Any]], list[Row]]] = {}
-        for source in sources or SOURCES:
-            if reads := self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window):
-                work[source] = reads[0]
-        results = self._run_all(work, ef_search)
+        results = self._run_all(self._reads_after_lists(project_id, scopes, ranked, embedding, top, window,
+                                                        sources or SOURCES), ef_search)
         found: dict[ResultKey, Candidate] = {}
         for source, rows in results.items():
             found.update(_candidates(source, rows, ranked))
@@ -189,11 +187,11 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     def lists_and_candidates(self, project_id: str, plan: SearchPlan) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
         """The signals' lists and, for convex fusion, the candidates read (those of :meth:`ranking`)."""
-        ranked = self._rank(project_id, replace(plan, page=0))
+        ranked, _ = self._rank(project_id, replace(plan, page=0))
         return ranked.lists, ranked.found
 
-    def _rank(self, project_id: str, plan: SearchPlan) -> _Ranked:
-        """:meth:`ranking` in three phases over the lanes, each starting on the connections the one
+    def _rank(self, project_id: str, plan: SearchPlan) -> tuple[_Ranked, dict[ResultKey, AnyResult]]:
+        """:meth:`ranking` (and the rows of its page) in three phases over the lanes, each starting on the connections the one
         before holds: the signals' lists; for convex fusion, the candidate reads (the neighbours of
         ``plan.expanded``); then, in the lane that ends the last read, the fused ranking and the
         read of its first ``plan.page`` rows. Running in parallel, each source's candidates are
@@ -231,13 +229,13 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             if out:  # the page was read
                 return {}
             ranked = _ranked_in_order(tasks, done)
-            read = [source for source in SOURCES if plan.reads_candidates and plan.reads_rows(ranked, source)]
+            read = [source for source in SOURCES if plan.reads_rows(ranked, source)]
             if not early and read and not any(name[1] == _READ for name in done):
-                top = plan.expanded(ranked)  # one after another: each source read after every list
-                work = {(source, _READ, 0): reads[0] for source in read if (reads := self._candidate_reads(
-                    project_id, scopes, ranked, source, query.embedding, top, plan.window))}
+                # one after another: each source read after every list
+                work = self._reads_after_lists(project_id, scopes, ranked, query.embedding, plan.expanded(ranked),
+                                               plan.window, read)
                 if work:
-                    return work
+                    return {(source, _READ, 0): task for source, task in work.items()}
             found: dict[ResultKey, Candidate] = {}
             for name, rows in done.items():
                 if name[1] == _READ:
@@ -257,7 +255,16 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         for name, rows in done.items():
             if name[1] == _PAGE:
                 shown.update(rows)
-        return replace(out[0], shown=shown)
+        return out[0], shown
+
+    def _reads_after_lists(
+        self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None,
+        top: Sequence[ResultKey], window: int, sources: Sequence[SourceType],
+    ) -> dict[SourceType, Callable[[psycopg.Connection[Any]], list[Row]]]:
+        """Each of ``sources``' candidate read, in one statement, once every list is in (none for a
+        source with nothing to read)."""
+        return {source: reads[0] for source in sources
+                if (reads := self._candidate_reads(project_id, scopes, ranked, source, embedding, top, window))}
 
     def _candidate_reads(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, source: SourceType, embedding: Vector | None,
@@ -343,11 +350,6 @@ class _Ranked:
     lists: RankedLists
     found: dict[ResultKey, Candidate]
     rows: list[RankedRow]
-    shown: dict[ResultKey, AnyResult] = field(default_factory=dict)
-
-    @property
-    def ranking(self) -> Ranking:
-        return Ranking(self.rows, self.shown)
 
 
 def _ranked_in_order(tasks: Mapping[ListKey, Any], answers: Mapping[Any, Any]) -> RankedLists:
