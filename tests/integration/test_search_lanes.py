@@ -16,7 +16,7 @@ from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.lanes import Lanes
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex
 from memory_engine.bootstrap import Container
-from memory_engine.domain.search_config import HYBRID
+from memory_engine.domain.search_config import HYBRID, SearchConfig
 from memory_engine.domain.search_models import SearchRequest
 from memory_engine.errors import DatabaseError
 from memory_engine.services.search_knowledge import search_knowledge
@@ -43,10 +43,11 @@ def pools(database_url: str) -> Iterator[dict[int, Database]]:
         database.close()
 
 
-def ranked(index: PostgresKnowledgeIndex, container: Container, w: dict[str, Any]) -> list[tuple[str, float]]:
+def ranked(index: PostgresKnowledgeIndex, container: Container, w: dict[str, Any],
+           config: SearchConfig = HYBRID) -> list[tuple[str, float]]:
     request = SearchRequest(query="when does the zanzibar ferry leave the harbour?", memory_ids=[w["memory"]], limit=10,
                             min_score=0)
-    response = search_knowledge(index, container.embedder, project_id=w["project_id"], request=request, config=HYBRID)
+    response = search_knowledge(index, container.embedder, project_id=w["project_id"], request=request, config=config)
     return [(r.id, r.score) for r in response.results]
 
 
@@ -96,20 +97,23 @@ class CountedDatabase(Database):
         return super().connection()
 
 
+@pytest.mark.parametrize("newer_first", [True, False], ids=["newer first", "ranking order"])
 @pytest.mark.parametrize("size", [1, 2])
 def test_a_search_reads_its_page_on_the_connections_its_ranking_holds(
-    container: Container, world: dict[str, Any], database_url: str, size: int
+    container: Container, world: dict[str, Any], database_url: str, size: int, newer_first: bool
 ) -> None:
     database = CountedDatabase(database_url, size)
     index = PostgresKnowledgeIndex(database, parallel=size > 1)
+    config = HYBRID.model_copy(update={"newer_first": newer_first})
     try:
         # Given a hybrid search over facts and documents (five signal statements, candidate reads, the page)
-        page = ranked(index, container, world)
+        page = ranked(index, container, world, config)
         database.taken = 0
         # When it runs again
-        assert ranked(index, container, world) == page
-        # Then it took no connection beyond those of its lanes: the candidates and the page's rows
-        # are read in the transactions the signal statements ran in
+        assert ranked(index, container, world, config) == page
+        # Then it took no connection beyond those of its lanes: the candidates, the page's rows and
+        # which of its facts state the same thing are read in the transactions the signal
+        # statements ran in
         assert database.taken == size
     finally:
         index.close()

@@ -22,7 +22,6 @@ from memory_engine.domain.search_models import (
     SignalQuery,
 )
 from memory_engine.domain.search_plan import Ranking, SearchPlan, fused_ranking
-from memory_engine.domain.supersession import Restatement
 from memory_engine.errors import EmbeddingError, NotFound
 from memory_engine.ports.documents import DocumentRepository
 from memory_engine.ports.embedder import Embedder, EmbeddingKind, Vector
@@ -68,9 +67,6 @@ class FakeIndex(KnowledgeIndex):
             row.key: MemoryResult(id=row.key[1], content=f"fact {row.key[1]}", score=0.0, memory_id="mem_1",
                                   memory_name="m", created_at=NOW) for row in rows[: plan.page]}
         return Ranking(rows, shown)
-
-    def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
-        return []
 
     def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:
         return []

@@ -62,10 +62,9 @@ class SearchConfig(BaseModel):
     #: beside the signals (each up to 1): it reorders near-ties only.
     recency_weight: float = Field(0.0, ge=0.0)
     #: Of two facts on a page that state the same thing, the newer above the older (convex fusion,
-    #: when the vector signal runs; domain/supersession.py): one more read of the page's facts. Off:
-    #: it moved none of BEAM's knowledge updates (they are conversation turns, which it leaves out)
-    #: and its read cost hybrid 1-10 ms p50 at 100k facts (bench/search_latency.py, docs/retrieval.md).
-    newer_first: bool = False
+    #: when the vector signal runs; domain/supersession.py): one more statement in the transaction
+    #: that reads the page's rows, comparing the page's facts' stored vectors.
+    newer_first: bool = True
     neighbour_window: int = Field(2, ge=0, le=5)
     neighbour_weight: float = Field(0.3, ge=0.0)
     neighbour_decay: float = Field(0.5, ge=0.0, le=1.0)

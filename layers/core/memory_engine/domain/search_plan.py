@@ -26,6 +26,7 @@ from memory_engine.domain.search_models import (
     SignalQuery,
     SourceType,
 )
+from memory_engine.domain.supersession import Restatement
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,15 @@ class SearchPlan:
     def reads_candidates(self) -> bool:
         """Whether the ranking reads the listed rows' features (convex fusion); RRF fuses ranks only."""
         return self.config.fusion != "rrf"
+
+    @property
+    def reads_restatements(self) -> bool:
+        """Whether the page's facts that state the same thing are read with its rows, for the
+        service to put the newer first (``config.newer_first``; domain/supersession.py): convex
+        fusion with a query vector, as the pairs are the facts' own vectors alike."""
+        query = self.query
+        return (self.config.newer_first and self.reads_candidates and Signal.VECTOR in query.signals
+                and query.embedding is not None)
 
     @property
     def window(self) -> int:
@@ -99,10 +109,13 @@ class RankedRow:
 class Ranking:
     """What the index answers for a plan: the whole fused ranking, best first, and the rows of its
     first ``plan.page`` keys still in scope, read in the same transaction as the last of the
-    ranking's statements (a key deleted meanwhile has no row)."""
+    ranking's statements (a key deleted meanwhile has no row); with
+    :attr:`SearchPlan.reads_restatements`, the pairs of those rows' facts that state the same
+    thing, read with them."""
 
     rows: list[RankedRow]
     shown: dict[ResultKey, AnyResult]
+    restated: tuple[Restatement, ...] = ()
 
 
 def listed_candidates(lists: RankedLists, source: SourceType) -> dict[ResultKey, Candidate]:

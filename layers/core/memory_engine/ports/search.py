@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 from memory_engine.domain.search_models import (
     AnyResult,
     EpisodeResult,
     MemoryScope,
-    ResultKey,
     Scopes,
 )
 from memory_engine.domain.search_plan import Ranking, SearchPlan
-from memory_engine.domain.supersession import Restatement
 from memory_engine.domain.vectors import Vector
 
 
@@ -36,13 +33,9 @@ class KnowledgeIndex(Protocol):
         connection taken again): score 0, ``similarity_score`` = cosine to ``query.embedding`` (an
         episode's is its best window's, and its ``content`` the window that holds the most of
         ``query.text``'s words, else the nearest to the embedding); ``plan.raw``: facts' content
-        as stored."""
-        ...
-
-    def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
-        """The pairs of the memory facts among ``keys`` (a page) that state the same thing: of one
-        memory, vectors at least ``min_similarity`` alike, neither a conversation turn
-        (domain/supersession.py); other sources' keys are ignored."""
+        as stored; with :attr:`SearchPlan.reads_restatements`, the pairs of those rows' memory facts
+        that state the same thing (domain/supersession.py: of one memory, vectors at least
+        ``MIN_SIMILARITY`` alike, neither a conversation turn), read with them."""
         ...
 
     def recent(self, project_id: str, scopes: Scopes, limit: int, *, raw: bool = False) -> list[AnyResult]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -85,8 +85,9 @@ def search_knowledge(
     configured signal ranks candidates per source, the candidates' features are read (cosine, BM25,
     conversation/document neighbours, subjects, dates) and
     :func:`memory_engine.domain.fusion.fuse` scores them (``fusion="rrf"``: Reciprocal Rank Fusion
-    of the lists, ``config.rrf_k``); the page's facts that state the same thing are put newest first
-    (``config.newer_first``, domain/supersession.py); then only the page's rows are read. Without
+    of the lists, ``config.rrf_k``); only the page's rows are read, with the ranking, and the page's
+    facts that state the same thing are put newest first (``config.newer_first``,
+    domain/supersession.py). Without
     a query, results are deterministic reads. An embedding failure degrades to keyword + entity + recency and is
     reported in ``degraded``. Raises :class:`InvalidInput` for a ``query_embedding`` of the
     wrong dimension; :class:`DatabaseError` when the database fails.
@@ -168,37 +169,22 @@ def _ranked(
     ranked = index.ranking(project_id, _plan(request, config, scopes, query_vector, page=request.limit, raw=raw))
     if config.fusion == "rrf":
         return _rrf_page(request, ranked)
-    newer_first = config.newer_first and Signal.VECTOR in config.signals and query_vector.vector is not None
-    return _page(index, project_id, request, ranked, newer_first=newer_first)
+    return _page(request, ranked)
 
 
-def _page(
-    index: KnowledgeIndex, project_id: str, request: SearchRequest, ranking: Ranking, *, newer_first: bool = False,
-) -> list[AnyResult]:
-    """The page in fused order: the ranking's first ``limit`` rows (with ``newer_first``, the facts
-    that state the same thing newest first: :func:`_newer_first`), scored along the page
-    (domain/relevance.py: a row's score is the best estimate at or below it on the page), cut by
-    the relevance floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks; the
-    rows as the index read them with the ranking (one deleted since is left out)."""
-    head = ranking.rows[: request.limit]
+def _page(request: SearchRequest, ranking: Ranking) -> list[AnyResult]:
+    """The page in fused order: the ranking's first ``limit`` rows, each fact below a newer one of the
+    page that states the same thing (the pairs the index read with the page, ``config.newer_first``:
+    :func:`memory_engine.domain.supersession.newer_first`), scored along the page
+    (domain/relevance.py: a row's score is the best estimate at or below it on the page, so a fact
+    moved up scores at least what the older one it now stands above scores), cut by the relevance
+    floor (:func:`memory_engine.domain.relevance.kept`), with per-signal ranks; the rows as the
+    index read them with the ranking (one deleted since is left out)."""
+    head = supersession.newer_first(ranking.rows[: request.limit], lambda row: row.key, ranking.restated)
     floor = _turns_and_facts_only(row.key for row in head)
-    if newer_first and kept([max((row.estimate for row in head), default=0.0)], request.min_score, default_floor=floor):
-        head = _newer_first(index, project_id, head)
     scores = along_ranking([row.estimate for row in head])
     page = list(zip(head, scores, strict=False))[: kept(scores, request.min_score, default_floor=floor)]
     return [_shown(ranking.shown[item.key], item, score) for item, score in page if item.key in ranking.shown]
-
-
-def _newer_first(index: KnowledgeIndex, project_id: str, head: Sequence[RankedRow]) -> list[RankedRow]:
-    """``head`` with each fact below a newer one of the page that states the same thing
-    (:func:`memory_engine.domain.supersession.newer_first`; one read of the page's facts, only when
-    it holds two). A fact moved up is then scored along the page like any row: at least the score
-    of the older fact it now stands above, so scores still never rise down the page."""
-    facts = [row.key for row in head if row.key[0] == "memory"]
-    if len(facts) < 2:
-        return list(head)
-    restated = index.related_statements(project_id, facts, supersession.MIN_SIMILARITY)
-    return supersession.newer_first(head, lambda row: row.key, restated)
 
 
 def _rrf_page(request: SearchRequest, ranking: Ranking) -> list[AnyResult]:

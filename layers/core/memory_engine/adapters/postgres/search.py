@@ -29,8 +29,7 @@ from memory_engine.adapters.postgres import search_episodes as eps
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
 from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
-from memory_engine.adapters.postgres.search_restatements import restated
-from memory_engine.adapters.postgres.search_rows import document_result, episode_result, listed_episode, memory_result
+from memory_engine.adapters.postgres.search_rows import document_result, listed_episode, memory_result, page_rows
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.adapters.postgres.stats_cache import StatsCache
 from memory_engine.domain.search_config import Signal
@@ -136,8 +135,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             _SIDES[source].keyword, conn, project_id, scope, q, stats, limits=self._limits.keyword))
 
     def ranking(self, project_id: str, plan: SearchPlan) -> Ranking:
-        ranked, shown = self._rank(project_id, plan)
-        return Ranking(ranked.rows, shown)
+        return self._rank(project_id, plan)[1]
 
     def signal_lists(self, project_id: str, query: SignalQuery, scopes: Scopes) -> RankedLists:
         """The signals' lists alone (what RRF fuses)."""
@@ -190,11 +188,12 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         ranked, _ = self._rank(project_id, replace(plan, page=0))
         return ranked.lists, ranked.found
 
-    def _rank(self, project_id: str, plan: SearchPlan) -> tuple[_Ranked, dict[ResultKey, AnyResult]]:
+    def _rank(self, project_id: str, plan: SearchPlan) -> tuple[_Ranked, Ranking]:
         """:meth:`ranking` (and the rows of its page) in three phases over the lanes, each starting on the connections the one
         before holds: the signals' lists; for convex fusion, the candidate reads (the neighbours of
         ``plan.expanded``); then, in the lane that ends the last read, the fused ranking and the
-        read of its first ``plan.page`` rows. Running in parallel, each source's candidates are
+        read of its first ``plan.page`` rows (with the pairs of its facts that state the same thing,
+        :attr:`SearchPlan.reads_restatements`). Running in parallel, each source's candidates are
         read as soon as that source's lists are in (the neighbours of the best of that source's
         lists alone), on whichever connection is free: the two phases overlap instead of one
         waiting for the slowest statement of the other. The read is then a superset of the one
@@ -246,16 +245,18 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             out.append(_Ranked(ranked, found, rows))
             # the page's rows, each source's in one statement: on as many of the lanes' connections
             page = [row.key for row in rows[: plan.page]]
-            return {(source, _PAGE): partial(_page_rows, source=source, project_id=project_id, ids=ids, plan=plan)
+            return {(source, _PAGE): partial(page_rows, source=source, project_id=project_id, ids=ids, plan=plan)
                     for source in SOURCES if (ids := [key for s, key in page if s == source])}
 
         done = self._lanes.run(_in_submit_order(tasks), query.ef_search, then=then, drained=drained,
                                lanes=None if self._parallel else 1)
         shown: dict[ResultKey, AnyResult] = {}
-        for name, rows in done.items():
+        pairs: list[Restatement] = []
+        for name, page in done.items():
             if name[1] == _PAGE:
-                shown.update(rows)
-        return out[0], shown
+                shown.update(page.rows)
+                pairs.extend(page.restated)
+        return out[0], Ranking(out[0].rows, shown, tuple(pairs))
 
     def _reads_after_lists(
         self, project_id: str, scopes: Scopes, ranked: RankedLists, embedding: Vector | None,
@@ -293,13 +294,6 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
 
     def close(self) -> None:
         self._lanes.close()
-
-    def related_statements(self, project_id: str, keys: Sequence[ResultKey], min_similarity: float) -> list[Restatement]:
-        ids = [key for source, key in keys if source == mems.SOURCE]
-        if len(ids) < 2:
-            return []
-        with self._database.connection() as conn, bound(conn):  # no index scan: no search settings
-            return restated(conn, project_id, ids, min_similarity)
 
     def _run_all(self, work: Mapping[_K, Callable[[psycopg.Connection[Any]], _V]], ef_search: int) -> dict[_K, _V]:
         """Every task of ``work`` in search transactions: in lanes when the index runs in parallel,
@@ -368,18 +362,6 @@ def _listed(ranked: RankedLists, sources: Sequence[SourceType]) -> dict[ResultKe
     for source in sources:
         found.update(listed_candidates(ranked, source))
     return found
-
-
-def _page_rows(conn: psycopg.Connection[Any], *, source: SourceType, project_id: str, ids: list[str],
-               plan: SearchPlan) -> dict[ResultKey, AnyResult]:
-    """The result rows of ``source``'s ``ids`` (of a ranking's first), shaped as the page shows them."""
-    embedding = plan.query.embedding
-    if source == mems.SOURCE:
-        return {(source, row["id"]): memory_result(row, raw=plan.raw)
-                for row in mems.rows(conn, project_id, ids, embedding)}
-    if source == docs.SOURCE:
-        return {(source, row["id"]): document_result(row) for row in docs.rows(conn, project_id, ids, embedding)}
-    return {(source, row["id"]): episode_result(row) for row in eps.rows(conn, project_id, ids, embedding, plan.query.text)}
 
 
 def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:

@@ -1,11 +1,28 @@
-"""A search's result rows as the API's models (the columns of ``search_sql.SearchTable.row_columns``)."""
+"""A search's result rows as the API's models (the columns of ``search_sql.SearchTable.row_columns``), and
+the read of a ranking's first rows (:func:`page_rows`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
+
+from memory_engine.adapters.postgres import search_documents, search_episodes, search_memories
 from memory_engine.adapters.postgres.database import Row
-from memory_engine.domain.search_models import DocumentResult, EntityLink, EpisodeResult, EpisodeSearchResult, MemoryResult
+from memory_engine.adapters.postgres.search_restatements import restated
+from memory_engine.domain.search_models import (
+    AnyResult,
+    DocumentResult,
+    EntityLink,
+    EpisodeResult,
+    EpisodeSearchResult,
+    MemoryResult,
+    ResultKey,
+    SourceType,
+)
+from memory_engine.domain.search_plan import SearchPlan
+from memory_engine.domain.supersession import MIN_SIMILARITY, Restatement
 
 
 def _float(value: Any) -> float | None:
@@ -57,3 +74,30 @@ def listed_episode(row: Row) -> EpisodeResult:
         id=row["id"], memory_id=row["memory_id"], conversation_id=row["conversation_id"], turn_id=row["turn_id"],
         occurred_at=row["occurred_at"], transcript=row["transcript"], similarity_score=similarity(row),
     )
+
+
+@dataclass(frozen=True)
+class Page:
+    """A source's rows of the ranking's first keys, as the page shows them, and the pairs of them
+    that state the same thing (facts, when the plan reads them)."""
+
+    rows: dict[ResultKey, AnyResult]
+    restated: list[Restatement] = field(default_factory=list)
+
+
+def page_rows(conn: psycopg.Connection[Any], *, source: SourceType, project_id: str, ids: list[str],
+               plan: SearchPlan) -> Page:
+    """The result rows of ``source``'s ``ids`` (of a ranking's first), shaped as the page shows them;
+    for facts, with :attr:`SearchPlan.reads_restatements`, the pairs of them that state the same
+    thing (one more statement in the same transaction: their vectors are compared where they are)."""
+    embedding = plan.query.embedding
+    if source == search_memories.SOURCE:
+        facts = search_memories.rows(conn, project_id, ids, embedding)
+        shown: dict[ResultKey, AnyResult] = {(source, row["id"]): memory_result(row, raw=plan.raw) for row in facts}
+        pairs = restated(conn, project_id, ids, MIN_SIMILARITY) if plan.reads_restatements and len(ids) > 1 else []
+        return Page(shown, pairs)
+    if source == search_documents.SOURCE:
+        chunks = search_documents.rows(conn, project_id, ids, embedding)
+        return Page({(source, row["id"]): document_result(row) for row in chunks})
+    turns = search_episodes.rows(conn, project_id, ids, embedding, plan.query.text)
+    return Page({(source, row["id"]): episode_result(row) for row in turns})
