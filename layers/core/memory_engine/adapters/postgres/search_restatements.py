@@ -1,42 +1,38 @@
 """SQL of the facts of a search page that state the same thing (domain/supersession.py).
 
-One statement over the page's fact ids (a page holds at most ``limit`` rows, so at most
-``limit * (limit - 1) / 2`` cosines between vectors already in memory): the pairs of one memory
-whose vectors are at least ``min_similarity`` alike, each fact with when it held. Conversation
-turns are left out: their vector also reads the turn before them (``context``), and a turn of a
-conversation (``source_conversation_id``, not an extracted fact) is an event of it, not a
-self-contained statement; an extracted fact is written self-contained.
+A column of the facts' page read (:func:`search_memories.rows`), so it costs no statement of its
+own: for each fact of the page, the ids of the other facts of the page (``%(ids)s``) of its memory
+whose vectors are at least ``%(min_similarity)s`` alike (a page holds at most ``limit`` rows, so at
+most ``limit * (limit - 1)`` cosines between vectors already in memory). Conversation turns are
+left out: their vector also reads the turn before them (``context``), and a turn of a conversation
+(``source_conversation_id``, not an extracted fact) is an event of it, not a self-contained
+statement; an extracted fact is written self-contained.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
-import psycopg
-
-from memory_engine.adapters.postgres.lanes import PlanValue
-from memory_engine.adapters.postgres.search_memories import SOURCE
+from memory_engine.adapters.postgres.database import Row
+from memory_engine.domain.search_models import SourceType
 from memory_engine.domain.supersession import Held, Restatement
 
-RESTATED: Final = """
-WITH page AS MATERIALIZED (
-    SELECT e.id, e.memory_id, e.embedding, coalesce(e.valid_from, e.created_at) AS since, e.created_at
-    FROM memory_entries e
-    WHERE e.project_id = %(project_id)s AND e.id = ANY(%(ids)b::text[]) AND e.embedding IS NOT NULL
-      AND e.context IS NULL AND (e.source_conversation_id IS NULL OR e.source_type = 'extraction')
+#: The page read's column (over its row ``e``): the page's other facts of its memory that state the
+#: same thing, both statements (``context IS NULL`` and not a conversation's turn).
+RESTATED_WITH: Final = (
+    "CASE WHEN e.context IS NULL AND (e.source_conversation_id IS NULL OR e.source_type = 'extraction')"
+    " THEN ARRAY(SELECT o.id FROM memory_entries o"
+    " WHERE o.project_id = %(project_id)s AND o.id = ANY(%(ids)b::text[]) AND o.id <> e.id"
+    " AND o.memory_id = e.memory_id"
+    " AND o.context IS NULL AND (o.source_conversation_id IS NULL OR o.source_type = 'extraction')"
+    " AND 1 - (o.embedding <=> e.embedding) >= %(min_similarity)s) END AS restated_with"
 )
-SELECT a.id, a.since, a.created_at, b.id AS other, b.since AS other_since, b.created_at AS other_created_at
-FROM page a JOIN page b ON b.memory_id = a.memory_id AND b.id > a.id
-WHERE 1 - (a.embedding <=> b.embedding) >= %(min_similarity)s
-ORDER BY a.id, b.id
-"""
 
 
-def restated(conn: psycopg.Connection[Any], project_id: str, ids: Sequence[str], min_similarity: float) -> list[Restatement]:
-    """The pairs of the facts ``ids`` of one memory that state the same thing (cosine at least
-    ``min_similarity``), conversation turns left out."""
-    rows = conn.execute(RESTATED, {"project_id": PlanValue(project_id), "ids": list(ids),
-                                   "min_similarity": min_similarity}).fetchall()
-    return [Restatement((SOURCE, row["id"]), Held(row["since"], row["created_at"]),
-                        (SOURCE, row["other"]), Held(row["other_since"], row["other_created_at"])) for row in rows]
+def restatements(source: SourceType, rows: Sequence[Row]) -> list[Restatement]:
+    """The pairs the page read's ``restated_with`` names, each once, each fact with when it held
+    (``valid_from``, else when it was written)."""
+    held = {row["id"]: Held(row["valid_from"] or row["created_at"], row["created_at"]) for row in rows}
+    return [Restatement((source, row["id"]), held[row["id"]], (source, other), held[other])
+            for row in rows for other in row.get("restated_with") or () if row["id"] < other and other in held]

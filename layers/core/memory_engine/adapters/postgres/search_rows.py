@@ -10,7 +10,7 @@ import psycopg
 
 from memory_engine.adapters.postgres import search_documents, search_episodes, search_memories
 from memory_engine.adapters.postgres.database import Row
-from memory_engine.adapters.postgres.search_restatements import restated
+from memory_engine.adapters.postgres.search_restatements import restatements
 from memory_engine.domain.search_models import (
     AnyResult,
     DocumentResult,
@@ -89,13 +89,13 @@ def page_rows(conn: psycopg.Connection[Any], *, source: SourceType, project_id: 
                plan: SearchPlan) -> Page:
     """The result rows of ``source``'s ``ids`` (of a ranking's first), shaped as the page shows them;
     for facts, with :attr:`SearchPlan.reads_restatements`, the pairs of them that state the same
-    thing (one more statement in the same transaction: their vectors are compared where they are)."""
+    thing (a column of the same statement: their vectors are compared where they are)."""
     embedding = plan.query.embedding
     if source == search_memories.SOURCE:
-        facts = search_memories.rows(conn, project_id, ids, embedding)
+        restated_at = MIN_SIMILARITY if plan.reads_restatements and len(ids) > 1 else None
+        facts = search_memories.rows(conn, project_id, ids, embedding, restated_at=restated_at)
         shown: dict[ResultKey, AnyResult] = {(source, row["id"]): memory_result(row, raw=plan.raw) for row in facts}
-        pairs = restated(conn, project_id, ids, MIN_SIMILARITY) if plan.reads_restatements and len(ids) > 1 else []
-        return Page(shown, pairs)
+        return Page(shown, restatements(source, facts))
     if source == search_documents.SOURCE:
         chunks = search_documents.rows(conn, project_id, ids, embedding)
         return Page({(source, row["id"]): document_result(row) for row in chunks})

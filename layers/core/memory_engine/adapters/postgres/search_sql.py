@@ -211,15 +211,18 @@ class ScopedSource(Generic[Scope]):
 
 
 def rows_by_id(
-    conn: psycopg.Connection[Any], table: SearchTable, project_id: str, ids: list[str], embedding: Vector | None
+    conn: psycopg.Connection[Any], table: SearchTable, project_id: str, ids: list[str], embedding: Vector | None,
+    *, extra: tuple[str, Params] | None = None,
 ) -> list[Row]:
-    """The result rows of ``ids`` in the project (in no particular order), with ``similarity``."""
+    """The result rows of ``ids`` in the project (in no particular order), with ``similarity`` (and
+    ``extra``'s column, a module constant, with its parameters)."""
     owned = " AND ".join(f"{owner}.project_id = %(project_id)s" for owner in table.owners)
+    column, params = extra or ("", {})
     sql = (
-        f"SELECT {table.row_columns} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+        f"SELECT {table.row_columns}{', ' + column if column else ''} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" WHERE {owned} AND {table.alias}.id = ANY(%(ids)b::text[])"
     )
-    return conn.execute(sql, {"project_id": PlanValue(project_id), "ids": ids, "embedding": embedding}).fetchall()
+    return conn.execute(sql, {**params, "project_id": PlanValue(project_id), "ids": ids, "embedding": embedding}).fetchall()
 
 
 def rows_in_order(
