@@ -1,7 +1,7 @@
 """Server-side search latency (embedding call excluded) at 10k and 100k facts (+ chunks).
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
-        [--sizes 10000,100000,1000000] [--queries 200] [--connections 2,8] [--sequential] [--json] [--cpu]
+        [--sizes 10000,100000,1000000] [--queries 200] [--limit 10] [--connections 2,8] [--sequential] [--json] [--cpu]
         [--dated]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
@@ -65,7 +65,7 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, queries: list[str], preset: str,
-                first: int = 0) -> list[float]:
+                first: int = 0, limit: int = 10) -> list[float]:
     """Latencies (ms) of ``queries``, the ``first``-th query of the run first: each query has a
     vector of its own, seeded by its place in the run (so a query's text and vector stay paired in
     every arm, and no two queries share a vector)."""
@@ -73,7 +73,7 @@ def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, 
     out = []
     for i, text in enumerate(queries, start=first):
         vector = synthetic.random_query_vector(1000 + i, DIM).tolist()
-        request = SearchRequest(query=text, query_embedding=vector, memory_ids=[memory_id], limit=10)
+        request = SearchRequest(query=text, query_embedding=vector, memory_ids=[memory_id], limit=limit)
         started = time.perf_counter()
         search_knowledge(index, embedder, project_id=project_id, request=request, config=PRESETS[preset])
         out.append((time.perf_counter() - started) * 1000)
@@ -105,11 +105,11 @@ def take_turns(arms: list[A], queries: list[str], run: Callable[[A, list[str], i
 
 
 def interleaved(indexes: dict[int, PostgresKnowledgeIndex], project_id: str, memory_id: str, queries: list[str],
-                presets: tuple[str, ...]) -> dict[Arm, list[float]]:
+                presets: tuple[str, ...], limit: int = 10) -> dict[Arm, list[float]]:
     """:func:`take_turns` over each preset on each index (by its pool's connections)."""
     arms: list[Arm] = [(preset, connections) for connections in indexes for preset in presets]
     return take_turns(arms, queries, lambda arm, chunk, first: time_preset(
-        indexes[arm[1]], project_id, memory_id, chunk, arm[0], first))
+        indexes[arm[1]], project_id, memory_id, chunk, arm[0], first, limit))
 
 
 def _postgres_processes(data_dir: Path) -> Iterator[tuple[Path, list[str]]]:
@@ -186,6 +186,7 @@ def main() -> int:
     parser.add_argument("--queries-file", type=Path, default=REPO.parent / "shared" / "data" / "scifact" / "queries.jsonl")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--limit", type=int, default=10, help="results a search asks for (a page's size)")
     parser.add_argument("--sequential", action="store_true", help="run the signals one after another on one connection")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--connections", default=None,
@@ -235,7 +236,7 @@ def main() -> int:
                 hnsw_mb = int(row["b"]) / 2**20 if row else 0.0
                 print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s"
                       f" (HNSW indexes {hnsw_mb:.0f} MB, one walk over them {warmed:.0f} s)", file=sys.stderr)
-                samples_of = interleaved(indexes, project_id, MEMORY_ID, queries, PRESETS_TIMED)
+                samples_of = interleaved(indexes, project_id, MEMORY_ID, queries, PRESETS_TIMED, args.limit)
                 for (preset, connections), samples in samples_of.items():
                     report[f"{size}:{preset}:{connections}"] = {
                         "p50": statistics.median(samples), "p95": percentile(samples, 95), "n": len(samples),
@@ -267,7 +268,8 @@ def main() -> int:
         finally:
             server.stop()
     mode = "sequential (one connection)" if args.sequential else "parallel (thread per signal)"
-    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each;"
+    print(f"search latency, server side, embedding excluded; signals {mode}; {args.queries} queries each,"
+          f" limit {args.limit};"
           " presets (and pools) taking turns every 20 queries\n", file=out)
     print("| facts + chunks | preset | search connections | p50 ms | p95 ms |\n|---|---|---|---|---|", file=out)
     for key, row in report.items():

@@ -17,8 +17,8 @@ from memory_engine.adapters.postgres import search_sql
 from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
 from memory_engine.adapters.postgres.lanes import PlanValue
-from memory_engine.adapters.postgres.search_restatements import RESTATED_WITH
-from memory_engine.adapters.postgres.search_sql import Params, SearchTable
+from memory_engine.adapters.postgres.search_restatements import PAGE_STATEMENTS, RESTATED_WITH
+from memory_engine.adapters.postgres.search_sql import ExtraColumn, Params, SearchTable
 from memory_engine.domain.query_text import periods
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 from memory_engine.domain.vectors import Vector
@@ -330,7 +330,7 @@ def rows(conn: psycopg.Connection[Any], project_id: str, ids: list[str], embeddi
     """The result rows of ``ids``; with ``restated_at``, each with ``restated_with``: the ids of the
     others that state the same thing (:data:`search_restatements.RESTATED_WITH`, vectors at least
     that alike)."""
-    extra = None if restated_at is None else (RESTATED_WITH, {"min_similarity": restated_at})
+    extra = None if restated_at is None else ExtraColumn(PAGE_STATEMENTS, RESTATED_WITH, {"min_similarity": restated_at})
     return search_sql.rows_by_id(conn, FACTS, project_id, ids, embedding, extra=extra)
 
 

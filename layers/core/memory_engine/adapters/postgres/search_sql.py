@@ -212,17 +212,27 @@ class ScopedSource(Generic[Scope]):
 
 def rows_by_id(
     conn: psycopg.Connection[Any], table: SearchTable, project_id: str, ids: list[str], embedding: Vector | None,
-    *, extra: tuple[str, Params] | None = None,
+    *, extra: ExtraColumn | None = None,
 ) -> list[Row]:
     """The result rows of ``ids`` in the project (in no particular order), with ``similarity`` (and
-    ``extra``'s column, a module constant, with its parameters)."""
+    ``extra``'s column)."""
     owned = " AND ".join(f"{owner}.project_id = %(project_id)s" for owner in table.owners)
-    column, params = extra or ("", {})
+    first, column, params = (f"WITH {extra.step} ", f", {extra.column}", extra.params) if extra else ("", "", {})
     sql = (
-        f"SELECT {table.row_columns}{', ' + column if column else ''} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+        f"{first}SELECT {table.row_columns}{column} FROM {table.row_from}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
         f" WHERE {owned} AND {table.alias}.id = ANY(%(ids)b::text[])"
     )
     return conn.execute(sql, {**params, "project_id": PlanValue(project_id), "ids": ids, "embedding": embedding}).fetchall()
+
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    """A column a source adds to its row read (module constants): ``column`` over the row, computed
+    from the statement's first step ``step`` (a CTE), with its own ``params``."""
+
+    step: str
+    column: str
+    params: Params
 
 
 def rows_in_order(
