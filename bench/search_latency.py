@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/search_latency.py [--corpus ../shared/data/scifact/corpus.jsonl]
         [--sizes 10000,100000,1000000] [--queries 200] [--limit 10] [--connections 2,8] [--sequential] [--json] [--cpu]
-        [--dated]
+        [--dated] [--also newer_first=false]
 
 Seeds a throwaway embedded PostgreSQL with real sentences (SciFact abstracts) and random unit
 vectors, then times `search_knowledge` in-process with `query` + `query_embedding` (so the
@@ -12,6 +12,10 @@ Prints p50/p95 per size, the hybrid/vector ratio and the growth from the first t
 and the peak memory of the run (this process, and PostgreSQL's proportional set size summed over
 its processes, sampled after each size). ``--json`` prints one JSON object per size and preset
 (``size``, ``preset``, ``p50_ms``, ``p95_ms``) on stdout and the table on stderr.
+
+``--limit``: the page's size (10 by default). ``--also newer_first=false``: each preset is also timed
+with those config overrides, as one more arm taking turns with the others (an A/B of a knob in one
+process, on one database).
 
 ``--dated``: after the last size, the facts get dates spread over 2022-2024 and the hybrid preset
 is timed again with each query naming a date in one of the forms the date list reads (a day, a
@@ -38,7 +42,7 @@ sys.path.insert(0, str(REPO / "layers" / "core"))
 from memory_engine.adapters.postgres.database import Database  # noqa: E402
 from memory_engine.adapters.postgres.migrations import migrate  # noqa: E402
 from memory_engine.adapters.postgres.search import PostgresKnowledgeIndex  # noqa: E402
-from memory_engine.domain.search_config import PRESETS  # noqa: E402
+from memory_engine.domain.search_config import PRESETS, SearchConfig  # noqa: E402
 from memory_engine.domain.search_models import SearchRequest  # noqa: E402
 from memory_engine.evaluation import synthetic  # noqa: E402
 from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres  # noqa: E402
@@ -75,9 +79,23 @@ def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, 
         vector = synthetic.random_query_vector(1000 + i, DIM).tolist()
         request = SearchRequest(query=text, query_embedding=vector, memory_ids=[memory_id], limit=limit)
         started = time.perf_counter()
-        search_knowledge(index, embedder, project_id=project_id, request=request, config=PRESETS[preset])
+        search_knowledge(index, embedder, project_id=project_id, request=request, config=config_of(preset))
         out.append((time.perf_counter() - started) * 1000)
     return out
+
+
+def config_of(arm: str) -> SearchConfig:
+    """The config an arm names: a preset, or a preset and overrides (``"hybrid newer_first=false"``:
+    the ``--also`` arms; values read as JSON, else as text)."""
+    preset, _, overrides = arm.partition(" ")
+    update: dict[str, object] = {}
+    for pair in filter(None, overrides.split(",")):
+        key, _, value = pair.partition("=")
+        try:
+            update[key] = json.loads(value)
+        except ValueError:
+            update[key] = value
+    return PRESETS[preset].model_copy(update=update) if update else PRESETS[preset]
 
 
 #: The presets timed, and how many queries each runs before the next takes its turn.
@@ -187,6 +205,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--limit", type=int, default=10, help="results a search asks for (a page's size)")
+    parser.add_argument("--also", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                        help="also time each preset with these config overrides, taking turns with the others"
+                             " (e.g. newer_first=false)")
     parser.add_argument("--sequential", action="store_true", help="run the signals one after another on one connection")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--connections", default=None,
@@ -236,7 +257,8 @@ def main() -> int:
                 hnsw_mb = int(row["b"]) / 2**20 if row else 0.0
                 print(f"seeded {size} facts + {size} chunks in {time.perf_counter() - started:.0f} s"
                       f" (HNSW indexes {hnsw_mb:.0f} MB, one walk over them {warmed:.0f} s)", file=sys.stderr)
-                samples_of = interleaved(indexes, project_id, MEMORY_ID, queries, PRESETS_TIMED, args.limit)
+                arms = PRESETS_TIMED + tuple(f"{preset} {also}" for also in args.also for preset in PRESETS_TIMED)
+                samples_of = interleaved(indexes, project_id, MEMORY_ID, queries, arms, args.limit)
                 for (preset, connections), samples in samples_of.items():
                     report[f"{size}:{preset}:{connections}"] = {
                         "p50": statistics.median(samples), "p95": percentile(samples, 95), "n": len(samples),
