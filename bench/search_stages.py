@@ -16,7 +16,8 @@ Each ``--tree`` (default: this one) answers in a process of its own that imports
 ``layers/core``; the trees and presets take turns every 20 queries in a rotating order (after a
 warm-up), so a shared machine's drift weighs on every arm alike. Printed per arm: median and p95 of
 the total and of each stage (``request``, ``search`` and inside it ``plan``, ``ranking`` (its
-``fusion``), ``page`` (its ``fetch``), ``dump``), of the time in SQL (statements sent and their rows
+``fusion``, and since eab5211 its ``fetch``, the page's row read), ``page`` (before eab5211 its
+``fetch``), ``dump``), of the time in SQL (statements sent and their rows
 read), and the statements and transactions per search. ``--profile``: the top of cProfile over the
 first arm's searches. ``--explain``: ``EXPLAIN (ANALYZE, BUFFERS)`` of each statement of one search
 of each preset (the plan PostgreSQL makes for the values given; the search itself runs its own
@@ -182,7 +183,9 @@ def worker(args: argparse.Namespace) -> int:
     index = container.knowledge_index
     for stage, owner, name in (("plan", service, "_plan"), ("ranking", type(index), "ranking"),
                                ("fusion", pg_search, "fused_ranking"), ("page", service, "_page"),
+                               # the page's row read under each tree's name for it (a name a tree lacks is passed over)
                                ("fetch", type(index), "fetch"), ("fetch", pg_search, "_page_rows"),
+                               ("fetch", pg_search, "page_rows"),
                                ("render", service, "render")):
         probe.wrap(owner, name, stage)
     profiler = cProfile.Profile() if args.profile else None

@@ -62,8 +62,8 @@ class SearchConfig(BaseModel):
     #: beside the signals (each up to 1): it reorders near-ties only.
     recency_weight: float = Field(0.0, ge=0.0)
     #: Of two facts on a page that state the same thing, the newer above the older (convex fusion,
-    #: when the vector signal runs; domain/supersession.py): one more statement in the transaction
-    #: that reads the page's rows, comparing the page's facts' stored vectors.
+    #: when the vector signal runs; domain/supersession.py): a column of the page's fact read,
+    #: comparing the page's facts' stored vectors.
     newer_first: bool = True
     neighbour_window: int = Field(2, ge=0, le=5)
     neighbour_weight: float = Field(0.3, ge=0.0)

@@ -95,7 +95,7 @@ def page_rows(conn: psycopg.Connection[Any], *, source: SourceType, project_id: 
         restated_at = MIN_SIMILARITY if plan.reads_restatements and len(ids) > 1 else None
         facts = search_memories.rows(conn, project_id, ids, embedding, restated_at=restated_at)
         shown: dict[ResultKey, AnyResult] = {(source, row["id"]): memory_result(row, raw=plan.raw) for row in facts}
-        return Page(shown, restatements(source, facts))
+        return Page(shown, restatements(source, facts) if restated_at is not None else [])
     if source == search_documents.SOURCE:
         chunks = search_documents.rows(conn, project_id, ids, embedding)
         return Page({(source, row["id"]): document_result(row) for row in chunks})

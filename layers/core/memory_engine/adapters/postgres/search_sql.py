@@ -210,6 +210,16 @@ class ScopedSource(Generic[Scope]):
 # --- rows ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ExtraColumn:
+    """A column a source adds to its row read (module constants): ``column`` over the row, computed
+    from the statement's first step ``step`` (a CTE), with its own ``params``."""
+
+    step: str
+    column: str
+    params: Params
+
+
 def rows_by_id(
     conn: psycopg.Connection[Any], table: SearchTable, project_id: str, ids: list[str], embedding: Vector | None,
     *, extra: ExtraColumn | None = None,
@@ -223,16 +233,6 @@ def rows_by_id(
         f" WHERE {owned} AND {table.alias}.id = ANY(%(ids)b::text[])"
     )
     return conn.execute(sql, {**params, "project_id": PlanValue(project_id), "ids": ids, "embedding": embedding}).fetchall()
-
-
-@dataclass(frozen=True)
-class ExtraColumn:
-    """A column a source adds to its row read (module constants): ``column`` over the row, computed
-    from the statement's first step ``step`` (a CTE), with its own ``params``."""
-
-    step: str
-    column: str
-    params: Params
 
 
 def rows_in_order(
