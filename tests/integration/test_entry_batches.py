@@ -107,11 +107,15 @@ def test_batch_embeds_ahead_in_a_few_calls(container: Container, memory_id: str)
     assert [r.action for r in results] == ["created"] * 40
     assert 1 < len(counting.document_calls) <= 3, [len(c) for c in counting.document_calls]
     embedded = [text for call in counting.document_calls for text in call]
-    assert len(embedded) == len(set(embedded)) == 40 + 1  # the facts and the entity "Dana"
+    # the facts, the entity "Dana", and the own text of each turn with a turn before it (its second vector)
+    assert len(embedded) == len(set(embedded)) == 40 + 1 + 4
     with psycopg.connect(container.settings.database_url) as conn:
         missing = conn.execute("SELECT count(*) FROM memory_entries WHERE memory_id = %s AND embedding IS NULL",
                                (memory_id,)).fetchone()
+        owns = conn.execute("SELECT count(*) FROM memory_entries WHERE memory_id = %s AND own_embedding IS NOT NULL",
+                            (memory_id,)).fetchone()
     assert missing is not None and missing[0] == 0
+    assert owns is not None and owns[0] == 4
     # and the conversation's turns carry the turn before them as context, as single writes do
     second = container.entries.get(project_id, results[36].entry.id)  # type: ignore[union-attr]
     assert second.context is not None and "I planted tomatoes" in second.context

@@ -111,8 +111,11 @@ def test_one_anchor_rule_for_new_links_stored_entities_and_search_results() -> N
                           entities=[EntityLink(name="Erin", role="object"), EntityLink(name="Oslo", role="mention")])
     # When each layer names its anchor, Then all say the object (subject, else object, else first mention)
     assert anchor_name(links) == anchor_name(stored) == result.anchor == "Erin"
-    # and what a write embeds is the anchored fact, then each entity's display name
-    assert fact_texts("lives there", links, context="Q: where?") == ["Q: where?\nlives there. About: Erin.", "Oslo", "Erin"]
+    # and what a write embeds is the anchored fact (with its context), then each entity's display name,
+    # then, when the first read a context, the anchored fact alone (a turn's own vector)
+    assert fact_texts("lives there", links, context="Q: where?") == [
+        "Q: where?\nlives there. About: Erin.", "Oslo", "Erin", "lives there. About: Erin."]
+    assert fact_texts("lives there", links) == ["lives there. About: Erin.", "Oslo", "Erin"]
 
 
 def test_content_and_metadata_limits() -> None:

@@ -104,5 +104,10 @@ def embedding_text(content: str, anchor: str | None, *, context: str | None = No
 
 def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None) -> list[str]:
     """What a fact write embeds, in one call: the fact anchor-enriched (:func:`embedding_text`),
-    then each linked entity's display name (entities are matched by vector too)."""
-    return [embedding_text(content, anchor_name(links), context=context), *(link.display_name for link in links)]
+    then each linked entity's display name (entities are matched by vector too), then, when the
+    first text read a ``context``, the fact without it: a turn's own vector (migration 0011). The
+    context makes "Yes, last Tuesday!" findable; it also makes a self-contained turn mostly its
+    neighbour's text, so a turn keeps both and search reads the better cosine of the two."""
+    anchor = anchor_name(links)
+    text, own = embedding_text(content, anchor, context=context), embedding_text(content, anchor)
+    return [text, *(link.display_name for link in links), *([own] if own != text else [])]

@@ -77,14 +77,18 @@ class EntryWriteSession(Protocol):
     def get_live(self, entry_id: str) -> MemoryEntry | None: ...
     def insert(
         self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[NewEntityLink],
-        entity_vectors: EntityVectors, context: str | None = None,
-    ) -> MemoryEntry: ...
+        entity_vectors: EntityVectors, context: str | None = None, own_embedding: Vector | None = None,
+    ) -> MemoryEntry:
+        """A new live entry; ``embedding`` read its ``context`` too when it has one, and then
+        ``own_embedding`` is the vector of its own text (a conversation turn's two vectors)."""
+        ...
     def merge_into(
         self, entry_id: str, *, content: str, embedding: Vector | None, fields: dict[str, Any],
         links: Sequence[NewEntityLink], entity_vectors: EntityVectors,
     ) -> MemoryEntry:
         """Rewrites a live entry in place (content, embedding, ``fields``) and adds entity links;
-        provenance columns are never touched."""
+        provenance columns are never touched. ``embedding`` is of the merged content alone: the
+        entry keeps no second, own vector."""
         ...
     def invalidate(self, entry_id: str, *, superseded_by: str, reason: str) -> None: ...
     def extend_context(self, entry_id: str, text: str) -> None:
@@ -190,6 +194,7 @@ class EntryInsert:
     entity_vectors: EntityVectors
     context: str | None
     entry_id: str
+    own_embedding: Vector | None = None
 
 
 @dataclass(frozen=True)

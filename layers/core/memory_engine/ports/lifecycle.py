@@ -75,6 +75,8 @@ class ImportedEntry:
     entry: MemoryEntry
     embedding: Vector | None
     links: list[tuple[str, str]]
+    #: a turn's own vector when ``embedding`` read its context too (``EntryWriteSession.insert``)
+    own_embedding: Vector | None = None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,8 @@ def export_memory(repo: ExportRepository, embedder: Embedder, project_id: str, m
         for row in rows:
             if vectors:
                 row["embedding"] = _vector_list(row.get("embedding"))
+                if "own_embedding" in row:  # an entry's: a turn's own vector (migration 0011), else null
+                    row["own_embedding"] = _vector_list(row["own_embedding"])
             yield _line({"type": kind, **row})
 
 
@@ -137,6 +139,9 @@ class EntryRecord(_Record):
     updated_at: Timestamp
     entities: list[EntryEntityRecord] = Field(default_factory=list, max_length=100)
     embedding: FileVector | None = None
+    #: a turn's vector of its own text when ``embedding`` read its ``context`` too (absent in files
+    #: exported before migration 0011: the importer embeds it)
+    own_embedding: FileVector | None = None
 
 
 class EpisodeRecord(_Record):

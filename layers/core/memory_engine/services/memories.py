@@ -128,6 +128,6 @@ def replace_entry(
         obj = fields.get("object", current.object)
         refs = body.entities if "entities" in sent else [EntityRef(name=e.name, type=e.type) for e in current.entities]
         links = entity_links(refs or [], subject=subject, object=obj)
-        embedding, vectors = embed_fact(embedder, fields.get("content", current.content), links)
+        embedding, vectors, _ = embed_fact(embedder, fields.get("content", current.content), links)
     changes = EntryChanges(fields=fields, embedding=embedding, reembed=reembed, links=links, entity_vectors=vectors)
     return entries.replace(project_id, entry_id, changes)

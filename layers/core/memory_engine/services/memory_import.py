@@ -250,21 +250,32 @@ class _Writer:
         return [windows or [] for windows in out]
 
     def _entry_rows(self, records: list[EntryRecord]) -> list[ImportedEntry]:
-        texts = []
+        texts, owns = [], []
         for r in records:
             links = [NewEntityLink(normalize_entity_name(x.name), x.name, x.type, x.role) for x in r.entities]
-            texts.append(embedding_text(r.content, anchor_name(links), context=r.context))
-        vectors = self._vectors(texts, [r.embedding for r in records])
+            anchor = anchor_name(links)
+            text, own = embedding_text(r.content, anchor, context=r.context), embedding_text(r.content, anchor)
+            texts.append(text)
+            # a turn keeps its own vector too, as a write gives it; a file whose vectors are reused says
+            # which entries had one (an entry exported with one vector is restored with one)
+            kept_as_exported = self.counts.vectors_reused and r.embedding is not None and r.own_embedding is None
+            owns.append(own if own != text and not kept_as_exported else None)
+        wanted = [i for i, own in enumerate(owns) if own is not None]
+        vectors = self._vectors(texts + [str(owns[i]) for i in wanted],
+                                [r.embedding for r in records] + [records[i].own_embedding for i in wanted])
+        own_vectors = dict(zip(wanted, vectors[len(records):], strict=True))
         rows = []
-        for r, vector in zip(records, vectors, strict=True):
+        for i, (r, vector) in enumerate(zip(records, vectors[:len(records)], strict=True)):
             new_id = ids.new_id(ids.ENTRY)
             self.counts.entry_ids[r.id] = new_id
             if r.superseded_by_entry_id:
                 self._superseded.append((new_id, r.superseded_by_entry_id))
             entry = MemoryEntry(
-                **r.model_dump(exclude={"type", "id", "metadata", "entities", "embedding", "superseded_by_entry_id"}),
+                **r.model_dump(exclude={"type", "id", "metadata", "entities", "embedding", "own_embedding",
+                                    "superseded_by_entry_id"}),
                 id=new_id, project_id=self._project, memory_id=self._memory,
                 metadata={**(r.metadata or {}), IMPORTED_FROM: {"id": r.id}}, superseded_by_entry_id=None,
                 entities=[EntryEntity(name=x.name, type=x.type, role=x.role) for x in r.entities])
-            rows.append(ImportedEntry(entry, vector, [(normalize_entity_name(x.name), x.role) for x in r.entities]))
+            rows.append(ImportedEntry(entry, vector, [(normalize_entity_name(x.name), x.role) for x in r.entities],
+                                      own_vectors.get(i)))
         return rows

@@ -313,7 +313,8 @@ class _Together:
                 self._first_with.setdefault((memory_id, content), ids_[j])
                 steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
                                          links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
-                                         context=fact.fact.context, entry_id=ids_[j]))
+                                         context=fact.fact.context, entry_id=ids_[j],
+                                         own_embedding=fact.fact.own_embedding))
         self._written.extend(ids_[i] for i in created)
         for fact, action, entry in zip(facts, actions, batch.write_in_order(steps), strict=True):
             assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates

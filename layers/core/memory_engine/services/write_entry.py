@@ -76,6 +76,8 @@ class PreparedFact:
     entity_vectors: EntityVectors
     context: str | None = None
     previous_id: str | None = None
+    #: the fact's own vector when ``embedding`` read its ``context`` too (:func:`embed_fact`)
+    own_embedding: Vector | None = None
 
 
 def write_entry(
@@ -160,18 +162,22 @@ def prepare_fact(embedder: Embedder, entry: NewEntry, context: str | None = None
     content = check_content(entry.content)
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
-    embedding, entity_vectors = embed_fact(embedder, content, links, context=context)
+    embedding, entity_vectors, own = embed_fact(embedder, content, links, context=context)
     return PreparedFact(entry=entry, content=content, links=links, embedding=embedding, entity_vectors=entity_vectors,
-                        context=context, previous_id=previous_id)
+                        context=context, previous_id=previous_id, own_embedding=own)
 
 
 def embed_fact(
     embedder: Embedder, content: str, links: list[NewEntityLink], *, context: str | None = None
-) -> tuple[Vector | None, EntityVectors]:
-    """The fact's vector and its entities' (:func:`memory_engine.domain.entities.fact_texts`),
-    best-effort: ``None`` where the model failed."""
-    vectors = embed_best_effort(embedder, fact_texts(content, links, context=context))
-    return vectors[0], EntityVectors({link.key: vec for link, vec in zip(links, vectors[1:], strict=True)})
+) -> tuple[Vector | None, EntityVectors, Vector | None]:
+    """The fact's vector, its entities' and, when the first read a ``context``, the fact's own
+    (:func:`memory_engine.domain.entities.fact_texts`; else None), best-effort: ``None`` where the
+    model failed."""
+    texts = fact_texts(content, links, context=context)
+    vectors = embed_best_effort(embedder, texts)
+    named = vectors[1:1 + len(links)]
+    own = vectors[1 + len(links)] if len(texts) > 1 + len(links) else None
+    return vectors[0], EntityVectors({link.key: vec for link, vec in zip(links, named, strict=True)}), own
 
 
 def embed_best_effort(embedder: Embedder, texts: list[str]) -> list[Vector | None]:
@@ -201,7 +207,7 @@ def _decide(best: Candidate | None, duplicate_threshold: float, agent: AgentCont
 def _insert(session: EntryWriteSession, prepared: PreparedFact) -> MemoryEntry:
     created = session.insert(
         prepared.entry, content=prepared.content, embedding=prepared.embedding, links=prepared.links,
-        entity_vectors=prepared.entity_vectors, context=prepared.context,
+        entity_vectors=prepared.entity_vectors, context=prepared.context, own_embedding=prepared.own_embedding,
     )
     if prepared.previous_id is not None:
         session.extend_context(prepared.previous_id, turn_text(prepared.entry.subject, prepared.content))

@@ -133,8 +133,9 @@ class PostgresEntryRepository:
             fields = dict(changes.fields)
             if "metadata" in fields:
                 fields["metadata"] = jsonb(fields["metadata"])
-            if changes.reembed:
+            if changes.reembed:  # of the entry's own text: a turn's second, own vector is dropped (migration 0011)
                 fields["embedding"] = changes.embedding
+                fields["own_embedding"] = None
             sets = ", ".join([f"{name} = %({name})s" for name in fields] + ["updated_at = clock_timestamp()"])
             conn.execute(
                 f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
@@ -230,6 +231,6 @@ class _SharedTransactionEntries(PostgresEntryRepository):
                     cursors.append(self._conn.execute(*insert_statement(
                         self._project_id, step.memory_id, step.entry_id, step.entry, content=step.content,
                         embedding=step.embedding, links=step.links, entity_vectors=step.entity_vectors,
-                        context=step.context)))
+                        context=step.context, own_embedding=step.own_embedding)))
             rows = [cursor.fetchone() for cursor in cursors]
         return [entry_from_row(row) if row else None for row in rows]

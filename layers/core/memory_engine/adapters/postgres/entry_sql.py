@@ -65,7 +65,7 @@ ENTRY_SELECT = (
 )
 
 INSERT_COLUMNS = (
-    "id, project_id, memory_id, content, source_type, tags, metadata, embedding, subject, predicate, object,"
+    "id, project_id, memory_id, content, source_type, tags, metadata, embedding, own_embedding, subject, predicate, object,"
     " confidence, source_quote, context, valid_from, valid_to, source_conversation_id, source_generation_id, source_event_id,"
     " expires_at"
 )

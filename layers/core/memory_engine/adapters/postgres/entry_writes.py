@@ -63,10 +63,11 @@ class PostgresWriteSession:
 
     def insert(
         self, entry: NewEntry, *, content: str, embedding: Vector | None, links: Sequence[NewEntityLink],
-        entity_vectors: EntityVectors, context: str | None = None,
+        entity_vectors: EntityVectors, context: str | None = None, own_embedding: Vector | None = None,
     ) -> MemoryEntry:
         query, params = insert_statement(self._project_id, self._memory_id, ids.new_id(ids.ENTRY), entry, content=content,
-                                          embedding=embedding, links=links, entity_vectors=entity_vectors, context=context)
+                                          embedding=embedding, links=links, entity_vectors=entity_vectors, context=context,
+                                          own_embedding=own_embedding)
         row = self._conn.execute(query, params).fetchone()
         assert row is not None
         return entry_from_row(row)
@@ -79,7 +80,7 @@ class PostgresWriteSession:
         if "metadata" in params:
             params["metadata"] = jsonb(params["metadata"])
         sets = ", ".join([f"{name} = %({name})s" for name in fields] + [
-            "content = %(content)s", "embedding = %(embedding)s", "updated_at = clock_timestamp()"])
+            "content = %(content)s", "embedding = %(embedding)s", "own_embedding = NULL", "updated_at = clock_timestamp()"])
         self._conn.execute(
             f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s AND invalidated_at IS NULL",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             params,
@@ -157,13 +158,16 @@ def shortlist_candidates(rows: Sequence[dict[str, Any]], k: int) -> list[Candida
 def insert_statement(
     project_id: str, memory_id: str, entry_id: str, entry: NewEntry, *, content: str, embedding: Vector | None,
     links: Sequence[NewEntityLink], entity_vectors: EntityVectors, context: str | None,
+    own_embedding: Vector | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One entry's INSERT (its entities upserted and linked in the same statement), returning the
-    entry as the API reads it."""
+    entry as the API reads it; ``own_embedding``: a turn's vector of its own text when ``embedding``
+    read its context too (migration 0011)."""
     params: dict[str, Any] = {
         "id": entry_id, "p": project_id, "m": memory_id, "content": content,
         "source_type": entry.source_type, "tags": entry.tags, "metadata": jsonb(entry.metadata),
-        "embedding": embedding, "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
+        "embedding": embedding, "own_embedding": own_embedding,
+        "subject": entry.subject, "predicate": entry.predicate, "object": entry.object,
         "confidence": entry.confidence, "source_quote": entry.source_quote, "context": context,
         "valid_from": entry.valid_from, "valid_to": entry.valid_to, "source_conversation_id": entry.source_conversation_id,
         "source_generation_id": entry.source_generation_id, "source_event_id": entry.source_event_id,

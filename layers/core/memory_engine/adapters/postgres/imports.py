@@ -31,9 +31,9 @@ _UPSERT_ENTITY = (
 )
 _INSERT_ENTRY = (
     "INSERT INTO memory_entries (id, project_id, memory_id, content, source_type, tags, metadata, embedding,"
-    " subject, predicate, object, confidence, source_quote, context, valid_from, valid_to,"
+    " own_embedding, subject, predicate, object, confidence, source_quote, context, valid_from, valid_to,"
     " source_conversation_id, source_generation_id, source_event_id, invalidated_at, invalidation_reason,"
-    " expires_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s, %s,"
+    " expires_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s::vector, %s, %s, %s, %s,"
     " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 #: An imported entry's link to an entity of the project, by the entity's name.
@@ -148,6 +148,7 @@ class PostgresImporter:
 def _entry_row(project_id: str, memory_id: str, item: ImportedEntry) -> tuple[Any, ...]:
     e = item.entry
     return (e.id, project_id, memory_id, e.content, e.source_type, e.tags, Jsonb(e.metadata), vector_text(item.embedding),
-            e.subject, e.predicate, e.object, e.confidence, e.source_quote, e.context, e.valid_from, e.valid_to,
+            vector_text(item.own_embedding), e.subject, e.predicate, e.object, e.confidence, e.source_quote, e.context,
+            e.valid_from, e.valid_to,
             e.source_conversation_id, e.source_generation_id, e.source_event_id, e.invalidated_at,
             e.invalidation_reason, e.expires_at, e.created_at, e.updated_at)

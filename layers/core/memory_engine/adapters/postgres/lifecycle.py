@@ -153,7 +153,7 @@ class PostgresLifecycle:
                 yield dict(row)
 
     def entry_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
-        vector = ", e.embedding::text AS embedding" if vectors else ""
+        vector = ", e.embedding::text AS embedding, e.own_embedding::text AS own_embedding" if vectors else ""
         yield from self._stream(
             f"SELECT {_ENTRY_COLUMNS}, {ENTITIES_OF.format(alias='e')} AS entities{vector} FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             " WHERE e.project_id = %s AND e.memory_id = %s ORDER BY e.created_at, e.id", (project_id, memory_id))

@@ -25,6 +25,9 @@ from memory_engine.domain.vectors import Vector
 
 SOURCE: Final = "memory"
 
+#: A fact's vectors: a turn embedded with its context also keeps its own (migration 0011); its
+#: cosine to a query is the better of the two.
+VECTORS: Final = ("embedding", "own_embedding")
 #: A fact is filtered on its own row and read with its memory's name.
 FACTS: Final = SearchTable(
     SOURCE, "memory_entries", "e", from_sql="memory_entries e", row_from="memory_entries e JOIN memories m ON m.id = e.memory_id",
@@ -32,11 +35,12 @@ FACTS: Final = SearchTable(
         "e.id, e.content, e.memory_id, m.name AS memory_name, e.tags, e.metadata, e.valid_from, e.valid_to,"
         " e.created_at, e.updated_at, e.source_conversation_id, e.source_generation_id, e.source_event_id, e.subject,"
         " e.predicate, e.object, e.confidence, e.source_quote, e.source_type, e.invalidated_at,"
-        f" {search_sql.similarity('e')} AS similarity,"
+        f" {search_sql.similarity('e', VECTORS)} AS similarity,"
         f" {ENTITIES_OF.format(alias='e')} AS entities"  # the one listing the entry routes use
     ),
     owners=("e", "m"),
     context=True,
+    vectors=VECTORS,
 )
 
 TSQUERY_SQL: Final = search_sql.tsquery_sql("memory_entries")
@@ -238,7 +242,7 @@ _ENTITY_STEPS = (
 
 def _relevance(q: SignalQuery) -> str:
     if q.embedding is not None:
-        return "(e.embedding <=> %(embedding)s::vector)"  # NULL (ranked last) for a fact without a vector
+        return search_sql.distance("e", VECTORS)  # NULL (ranked last) for a fact without a vector
     return f"(-ts_rank(e.search_tsv, {TSQUERY_SQL}))" if q.text is not None else "0"
 
 
@@ -305,10 +309,10 @@ def dated(conn: psycopg.Connection[Any], project_id: str, scope: MemoryScope, q:
     spans = periods(q.dates, now=datetime.now(UTC))
     if not spans:
         return []
-    order = "e.embedding <=> %(embedding)s::vector NULLS LAST, e.id" if q.embedding is not None else RECENT_ORDER
+    order = f"{search_sql.distance('e', VECTORS)} NULLS LAST, e.id" if q.embedding is not None else RECENT_ORDER
     sql = (
         "WITH dated AS MATERIALIZED (SELECT f.* FROM unnest(%(starts)s::timestamptz[], %(ends)s::timestamptz[]) r(lo, hi)"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-        " CROSS JOIN LATERAL (SELECT e.id, e.embedding, e.valid_from, e.created_at FROM memory_entries e"
+        " CROSS JOIN LATERAL (SELECT e.id, e.embedding, e.own_embedding, e.valid_from, e.created_at FROM memory_entries e"
         f" WHERE {scope_sql(scope)} AND e.valid_from >= r.lo AND e.valid_from < r.hi LIMIT {DATED_CAP}) f LIMIT {DATED_CAP})"
         f" SELECT e.id FROM dated e ORDER BY {order} LIMIT %(depth)s"
     )

@@ -53,9 +53,11 @@ class SearchTable:
     ``table`` holds the ``embedding`` and ``search_tsv`` columns under ``alias``; ``from_sql``
     adds what the scope filter joins; ``row_from`` what a result row reads (``row_columns``),
     with ``owners`` the aliases whose ``project_id`` a read by id checks; ``cosine`` how a row's
-    cosine to ``%(embedding)s`` is computed ("": its own ``embedding``'s; an episode's is its
-    best window's); ``context`` whether its rows have the context field (weight B of ``search_tsv``
-    and ``context_tokens``: a fact's neighbouring turns, the second field of BM25F)."""
+    cosine to ``%(embedding)s`` is computed ("": the best of its ``vectors``; an episode's is its
+    best window's); ``vectors`` its vector columns (a fact's ``embedding`` and, for a turn embedded
+    with its context, ``own_embedding``: migration 0011), each scanned by the vector signal;
+    ``context`` whether its rows have the context field (weight B of ``search_tsv`` and
+    ``context_tokens``: a fact's neighbouring turns, the second field of BM25F)."""
 
     source: SourceType
     table: str
@@ -66,17 +68,28 @@ class SearchTable:
     row_from: str = ""  # "": from_sql
     cosine: str = ""
     context: bool = False
+    vectors: tuple[str, ...] = ("embedding",)
 
     def __post_init__(self) -> None:
         if not self.row_from:
             object.__setattr__(self, "row_from", self.from_sql)
+        if not self.cosine:
+            object.__setattr__(self, "cosine", f"1 - {distance(self.alias, self.vectors)}")
 
 
-def similarity(alias: str) -> str:
-    """The cosine of row ``alias`` to ``%(embedding)s``, NULL when either has no vector."""
+def distance(alias: str, vectors: Sequence[str] = ("embedding",)) -> str:
+    """The cosine distance of row ``alias`` to ``%(embedding)s``: of its nearest vector column of
+    ``vectors`` (``least`` skips a NULL one; NULL when the row has none)."""
+    each = [f"{alias}.{column} <=> %(embedding)s::vector" for column in vectors]
+    return f"({each[0]})" if len(each) == 1 else f"least({', '.join(each)})"
+
+
+def similarity(alias: str, vectors: Sequence[str] = ("embedding",)) -> str:
+    """The cosine of row ``alias`` to ``%(embedding)s`` (its best of ``vectors``), NULL when either
+    has no vector."""
     return (
-        f"CASE WHEN %(embedding)s::vector IS NULL OR {alias}.embedding IS NULL THEN NULL"
-        f" ELSE 1 - ({alias}.embedding <=> %(embedding)s::vector) END"
+        f"CASE WHEN %(embedding)s::vector IS NULL OR {alias}.{vectors[0]} IS NULL THEN NULL"
+        f" ELSE 1 - {distance(alias, vectors)} END"
     )
 
 
@@ -118,14 +131,21 @@ def keys(table: SearchTable, rows: Sequence[Row]) -> list[ResultKey]:
 
 
 def vector(conn: psycopg.Connection[Any], table: SearchTable, where: str, params: Params, q: SignalQuery) -> ScoredKeys:
-    """The ``q.depth`` nearest rows within ``where`` with their cosine similarity, best first."""
+    """The ``q.depth`` nearest rows within ``where`` with their cosine similarity, best first: a
+    nearest-neighbour scan of each of the table's ``vectors`` (its own index each), a row found by
+    two scans counted once at its nearer vector (the ``depth`` best by that are among the rows
+    the scans return)."""
     a = table.alias
     # relaxed_order iterative scans may return rows slightly out of order: re-sort outside.
-    sql = (
-        f"SELECT id, distance FROM (SELECT {a}.id, {a}.embedding <=> %(embedding)s::vector AS distance"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-        f" FROM {table.from_sql} WHERE {where} AND {a}.embedding IS NOT NULL"
-        f" ORDER BY {a}.embedding <=> %(embedding)s::vector LIMIT %(depth)s) hits ORDER BY distance, id"
+    scans = " UNION ALL ".join(
+        f"(SELECT {a}.id, {a}.{column} <=> %(embedding)s::vector AS distance"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+        f" FROM {table.from_sql} WHERE {where} AND {a}.{column} IS NOT NULL"
+        f" ORDER BY {a}.{column} <=> %(embedding)s::vector LIMIT %(depth)s)"
+        for column in table.vectors
     )
+    if len(table.vectors) > 1:
+        scans = f"SELECT id, min(distance) AS distance FROM ({scans}) each GROUP BY id"  # noqa: S608 - fixed fragments and module constants
+    sql = f"SELECT id, distance FROM ({scans}) hits ORDER BY distance, id LIMIT %(depth)s"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     rows = conn.execute(sql, params | {"embedding": q.embedding, "depth": PlanValue(q.depth)}).fetchall()
     return ScoredKeys(keys(table, rows), [1.0 - float(r["distance"]) for r in rows])
 
