@@ -12,9 +12,10 @@ each scored on its own:
 - ``stored``: the ``embedding`` the write funnel stored (the vector signal's only one before 0011);
 - ``context``: ``embedding_text`` with the previous turn, recomputed here (checks the recipe: it
   should read as ``stored``);
-- ``own``: ``embedding_text`` without the context (the turn and its anchor);
+- ``own``: the turn's text alone, what a turn's second vector reads (``entities.own_text``);
+- ``own+anchor``: ``embedding_text`` without the context (the turn and its ``About: <anchor>``);
 - ``max(own, context)``: each turn's better cosine of the two, what the vector signal reads now;
-- ``mean(own, context)``: the mean of the two cosines.
+- ``max(own+anchor, context)``, ``mean(own+anchor, context)``: the alternatives measured.
 
 The first run seeds ``--pgdata`` (kept for the next runs) as the evaluation harness does
 (``locomo.seed``, ``beam.seed``: the write funnel, the batch path for BEAM); a memory already
@@ -44,12 +45,15 @@ Recipe = Callable[[str, "str | None", "str | None"], str] | None
 
 
 def recipes() -> dict[str, Recipe]:
-    from memory_engine.domain.entities import embedding_text
+    from memory_engine.domain.entities import embedding_text, own_text
 
     return {
         "stored": None,
         "context": lambda content, anchor, previous: embedding_text(content, anchor, context=previous),
-        "own": lambda content, anchor, previous: embedding_text(content, anchor),
+        # a turn with nothing before it keeps one vector: its own is that one
+        "own": lambda content, anchor, previous: own_text(content, anchor, context=previous)
+        or embedding_text(content, anchor),
+        "own+anchor": lambda content, anchor, previous: embedding_text(content, anchor),
     }
 
 
@@ -111,7 +115,8 @@ def score(container: Any, memory_id: str, labels: dict[str, frozenset[str]],
         query = unit([container.embedder.embed_query(text)])[0]
         cosines = {name: v @ query for name, v in vectors.items()}
         cosines["max(own, context)"] = np.maximum(cosines["own"], cosines["context"])
-        cosines["mean(own, context)"] = (cosines["own"] + cosines["context"]) / 2
+        cosines["max(own+anchor, context)"] = np.maximum(cosines["own+anchor"], cosines["context"])
+        cosines["mean(own+anchor, context)"] = (cosines["own+anchor"] + cosines["context"]) / 2
         for name, cosine in cosines.items():
             top = np.argsort(-cosine, kind="stable")[:10]
             into[name].append(recall_at_k([labels.get(rows[i]["id"], frozenset()) for i in top], evidence, 10))

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from memory_engine.bootstrap import Container
-from memory_engine.domain.entities import anchor_name, embedding_text, entity_links
 from tests.support.api_client import ApiClient
 
 MEMORIES = "/v1/memories"
@@ -77,10 +76,9 @@ def test_a_turn_after_a_long_answer_is_found_by_what_it_says(api: ApiClient, con
         memory_id, ids = conversation(api, f"own vector batch={batch}", batch=batch)
         message = ids[-1]
         with_context, own = stored_vectors(container, message)
-        # Then it keeps two vectors: with the answer before it, and of its own text (with its anchor, as any fact)
+        # Then it keeps two vectors: with the answer before it, and of its own text alone
         assert with_context is not None and own is not None
-        anchor = anchor_name(entity_links([], subject="user", object=None))
-        expected_own = container.embedder.embed_documents([embedding_text(MESSAGE, anchor)])[0]
+        expected_own = container.embedder.embed_documents([MESSAGE])[0]
         assert cosine(own, expected_own) > 0.999
         # while the other notes (no conversation) and the conversation's first turn (nothing before it) keep one
         assert all(stored_vectors(container, entry_id)[1] is None for entry_id in ids[:-1])

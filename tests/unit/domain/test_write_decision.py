@@ -112,9 +112,9 @@ def test_one_anchor_rule_for_new_links_stored_entities_and_search_results() -> N
     # When each layer names its anchor, Then all say the object (subject, else object, else first mention)
     assert anchor_name(links) == anchor_name(stored) == result.anchor == "Erin"
     # and what a write embeds is the anchored fact (with its context), then each entity's display name,
-    # then, when the first read a context, the anchored fact alone (a turn's own vector)
+    # then, when the first read a context, the fact's own text alone (a turn's own vector)
     assert fact_texts("lives there", links, context="Q: where?") == [
-        "Q: where?\nlives there. About: Erin.", "Oslo", "Erin", "lives there. About: Erin."]
+        "Q: where?\nlives there. About: Erin.", "Oslo", "Erin", "lives there"]
     assert fact_texts("lives there", links) == ["lives there. About: Erin.", "Oslo", "Erin"]
 
 

@@ -105,9 +105,20 @@ def embedding_text(content: str, anchor: str | None, *, context: str | None = No
 def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None) -> list[str]:
     """What a fact write embeds, in one call: the fact anchor-enriched (:func:`embedding_text`),
     then each linked entity's display name (entities are matched by vector too), then, when the
-    first text read a ``context``, the fact without it: a turn's own vector (migration 0011). The
-    context makes "Yes, last Tuesday!" findable; it also makes a self-contained turn mostly its
-    neighbour's text, so a turn keeps both and search reads the better cosine of the two."""
+    first text read a ``context``, the fact's own text alone, without context or anchor: a turn's
+    own vector (migration 0011). The context makes "Yes, last Tuesday!" findable; it also makes a
+    self-contained turn mostly its neighbour's text, so a turn keeps both and search reads the
+    better cosine of the two. Who the turn is about stays in the first vector: with its anchor, a
+    short turn's own vector is mostly the name ("Wow, where did you see that? About: Maria.") and
+    near every question about that person (docs/retrieval.md, "A turn's own vector")."""
     anchor = anchor_name(links)
-    text, own = embedding_text(content, anchor, context=context), embedding_text(content, anchor)
-    return [text, *(link.display_name for link in links), *([own] if own != text else [])]
+    own = own_text(content, anchor, context=context)
+    return [embedding_text(content, anchor, context=context), *(link.display_name for link in links), *([own] if own else [])]
+
+
+def own_text(content: str, anchor: str | None, *, context: str | None) -> str | None:
+    """The text of a fact's own vector (:func:`fact_texts`): its content alone when its embedding
+    text reads a ``context`` (a context too short to keep, :data:`MIN_CONTEXT_CHARS`, is not read);
+    else None (its one vector is its own)."""
+    with_context = embedding_text(content, anchor, context=context)
+    return content.strip() if with_context != embedding_text(content, anchor) else None

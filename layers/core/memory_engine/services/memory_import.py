@@ -31,7 +31,14 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from memory_engine import ids
-from memory_engine.domain.entities import NewEntityLink, anchor_name, display_entity_name, embedding_text, normalize_entity_name
+from memory_engine.domain.entities import (
+    NewEntityLink,
+    anchor_name,
+    display_entity_name,
+    embedding_text,
+    normalize_entity_name,
+    own_text,
+)
 from memory_engine.domain.entries import EntryEntity, Memory, MemoryEntry
 from memory_engine.domain.turns import window_spans
 from memory_engine.domain.validation import JsonTooDeep, loads_json
@@ -254,12 +261,12 @@ class _Writer:
         for r in records:
             links = [NewEntityLink(normalize_entity_name(x.name), x.name, x.type, x.role) for x in r.entities]
             anchor = anchor_name(links)
-            text, own = embedding_text(r.content, anchor, context=r.context), embedding_text(r.content, anchor)
-            texts.append(text)
+            texts.append(embedding_text(r.content, anchor, context=r.context))
+            own = own_text(r.content, anchor, context=r.context)
             # a turn keeps its own vector too, as a write gives it; a file whose vectors are reused says
             # which entries had one (an entry exported with one vector is restored with one)
             kept_as_exported = self.counts.vectors_reused and r.embedding is not None and r.own_embedding is None
-            owns.append(own if own != text and not kept_as_exported else None)
+            owns.append(None if kept_as_exported else own)
         wanted = [i for i, own in enumerate(owns) if own is not None]
         vectors = self._vectors(texts + [str(owns[i]) for i in wanted],
                                 [r.embedding for r in records] + [records[i].own_embedding for i in wanted])
