@@ -320,13 +320,12 @@ def rank(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any], *, sou
     return ScoredKeys([(source, r["id"]) for r in rows], [float(r["score"]) for r in rows], idfs=idfs, avgdl=avgdl, avgcl=avgcl)
 
 
-def score_columns(alias: str, *, with_bm25: bool, context: bool, cosine: str | None = None) -> str:
+def score_columns(alias: str, *, with_bm25: bool, context: bool, cosine: str) -> str:
     """``similarity, bm25`` of a candidate row aliased ``alias``: its cosine to ``%(embedding)s``
-    (``cosine``: how the row's is computed, NULL without a vector; by default its ``embedding``'s)
-    and its BM25 under ``%(lexemes)s``/``%(idfs)s``, NULL where a signal already returned them
-    (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
+    (``cosine``: how the row's is computed, NULL without a vector: its table's
+    ``search_sql.SearchTable.cosine``) and its BM25 under ``%(lexemes)s``/``%(idfs)s``, NULL where a
+    signal already returned them (``%(known_similarity)s``, ``%(known_bm25)s``); see :func:`score_params`."""
     a = alias
-    cosine = cosine or f"1 - ({a}.embedding <=> %(embedding)s::vector)"
     given = bm25_expr(a, "unnest(%(lexemes)b::text[], %(idfs)s::float8[]) i(lexeme, idf)", "%(lexemes)b::text[]",
                       context=context)
     bm25_sql = f"CASE WHEN {a}.id = ANY(%(known_bm25)b::text[]) THEN NULL ELSE {given} END" if with_bm25 else "0::float8"
