@@ -94,7 +94,8 @@ def test_batch_embeds_ahead_in_a_few_calls(container: Container, memory_id: str)
     # Given a batch of 40 facts, some in one conversation (each embedded with the turn before it)
     counting = CountingEmbedder(container.embedder)
     project_id = _project_of(container, memory_id)
-    turns = ["I planted tomatoes last spring.", "The cat knocked over my coffee.", "We are flying to Oslo in May.",
+    turns = ["I planted tomatoes last spring. " + "They grew tall and green all summer long. " * 30,
+             "The cat knocked over my coffee.", "We are flying to Oslo in May.",
              "My sister just started medical school.", "I finally fixed the leaking roof."]
     items = _facts(memory_id, 35, "Single-call") + [
         {"memory_id": memory_id, "content": turn, "subject": "Dana", "source_conversation_id": "conv-batch-1",
@@ -107,7 +108,8 @@ def test_batch_embeds_ahead_in_a_few_calls(container: Container, memory_id: str)
     assert [r.action for r in results] == ["created"] * 40
     assert 1 < len(counting.document_calls) <= 3, [len(c) for c in counting.document_calls]
     embedded = [text for call in counting.document_calls for text in call]
-    # the facts, the entity "Dana", and the own text of each turn with a turn before it (its second vector)
+    # the facts, the entity "Dana", and the own text of each turn with a turn before it (the funnel
+    # decides on it; only the turn after the long one, its context cut to fit, stores it)
     assert len(embedded) == len(set(embedded)) == 40 + 1 + 4
     with psycopg.connect(container.settings.database_url) as conn:
         missing = conn.execute("SELECT count(*) FROM memory_entries WHERE memory_id = %s AND embedding IS NULL",
@@ -115,7 +117,7 @@ def test_batch_embeds_ahead_in_a_few_calls(container: Container, memory_id: str)
         owns = conn.execute("SELECT count(*) FROM memory_entries WHERE memory_id = %s AND own_embedding IS NOT NULL",
                             (memory_id,)).fetchone()
     assert missing is not None and missing[0] == 0
-    assert owns is not None and owns[0] == 4
+    assert owns is not None and owns[0] == 1
     # and the conversation's turns carry the turn before them as context, as single writes do
     second = container.entries.get(project_id, results[36].entry.id)  # type: ignore[union-attr]
     assert second.context is not None and "I planted tomatoes" in second.context

@@ -17,7 +17,7 @@ from tests.conftest import shared_data
 
 MARGIN = 0.02
 #: Measured on the bounded subsets below (``.venv/bin/python -m pytest tests/integration/test_eval_gate.py -s``).
-LOCOMO_DEV5 = {"hybrid": 0.797, "keyword_only": 0.694, "vector_only": 0.484}
+LOCOMO_DEV5 = {"hybrid": 0.799, "keyword_only": 0.694, "vector_only": 0.501}
 SCIFACT_SUBSET = {"hybrid": 0.840, "keyword_only": 0.790, "vector_only": 0.863}
 
 

@@ -14,14 +14,19 @@ from tests.support.api_client import ApiClient
 
 MEMORIES = "/v1/memories"
 ENTRIES = "/v1/memory-entries"
-#: a long answer about something else, then a short message that stands on its own
+#: a long answer about something else (longer than the model's window leaves beside the message, so the
+#: message's vector reads only its end), then a short message that stands on its own
 ANSWER = (
     "To scale the deployment automatically, add a HorizontalPodAutoscaler that targets the web deployment, with "
     "minReplicas 2 and maxReplicas 10, scaling on average CPU utilization of 70 percent. Make sure the metrics "
     "server is installed in the cluster, otherwise the autoscaler reports unknown targets. Set CPU requests on "
     "every container, because utilization is computed against requests, and consider a stabilization window "
     "for scale-down so replicas are not removed during short traffic dips. You can watch the autoscaler with "
-    "kubectl get hpa --watch while running a load test against the service."
+    "kubectl get hpa --watch while running a load test against the service. If the pods take long to become "
+    "ready, raise the initial readiness delay so new replicas do not receive traffic too early, and give the "
+    "cluster autoscaler room to add nodes when the pending pods cannot be scheduled on the current ones. Finally, "
+    "keep an eye on memory limits: a pod that is killed for exceeding its limit restarts and looks idle to the "
+    "autoscaler for a while, so size the limits from what the service uses under the load test."
 )
 MESSAGE = "I've never synchronized my server clock with an NTP service, so the token timestamps drift."
 QUESTION = "Have I ever synchronized my server time with an NTP service?"
@@ -76,7 +81,7 @@ def test_a_turn_after_a_long_answer_is_found_by_what_it_says(api: ApiClient, con
         memory_id, ids = conversation(api, f"own vector batch={batch}", batch=batch)
         message = ids[-1]
         with_context, own = stored_vectors(container, message)
-        # Then it keeps two vectors: with the answer before it, and of its own text alone
+        # Then it keeps two vectors: with the end of the answer before it, and of its own text alone
         assert with_context is not None and own is not None
         expected_own = container.embedder.embed_documents([MESSAGE])[0]
         assert cosine(own, expected_own) > 0.999
@@ -104,3 +109,32 @@ def test_rewriting_a_turn_leaves_it_one_vector_of_its_new_text(api: ApiClient, c
     results = vector_only(api, memory_id, QUESTION)
     by_id = {r["id"]: r for r in results}
     assert by_id[message]["similarity_score"] == round(cosine(embedding, container.embedder.embed_query(QUESTION)), 6)
+
+
+def test_a_short_turn_after_a_long_answer_is_recorded_not_skipped_as_a_duplicate_of_it(api: ApiClient) -> None:
+    # Given an answer that fits whole in the window beside a short turn, so each short turn after it
+    # is embedded mostly as the answer's text (cosine 0.94-0.99 to the answer's own vector)
+    answer = ANSWER[:700]
+    follow_ups = ["Always answer with kubectl commands when I ask about scaling.", "ok thanks, and the metrics server?"]
+    for batch in (False, True):
+        memory_id = str(api.post(MEMORIES, {"name": f"turns after an answer batch={batch}"}).json["id"])
+        items = [{"memory_id": memory_id, "content": answer, "subject": "assistant", "source_conversation_id": "s1"},
+                 *({"memory_id": memory_id, "content": text, "subject": "user", "source_conversation_id": "s1"}
+                   for text in follow_ups)]
+        # When a plain client writes them as turns, at the default duplicate threshold
+        if batch:
+            written = api.post(f"{ENTRIES}/batch", {"entries": items})
+            assert written.status in (200, 201), written.json
+            actions = [r["action"] for r in written.json["results"]]
+            ids = [str(r["entry"]["id"]) for r in written.json["results"]]
+        else:
+            responses = [api.post(ENTRIES, item) for item in items]
+            actions = [r.json["action"] for r in responses]
+            ids = [str(r.json["id"]) for r in responses]
+        # Then every turn is recorded (none answered as the answer, "skipped")
+        assert actions == ["created"] * 3, actions
+        listed = api.get(ENTRIES, params={"memory_id": memory_id, "limit": 10}).json["data"]
+        assert sorted(e["content"] for e in listed) == sorted([answer, *follow_ups])
+        # and a client's retry of the last turn is still not written twice
+        retried = api.post(ENTRIES, items[-1])
+        assert retried.status == 200 and retried.json["action"] == "skipped" and retried.json["id"] == ids[-1]

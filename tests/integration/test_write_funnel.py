@@ -261,3 +261,18 @@ def test_a_foreign_or_unknown_memory_is_not_found(container: Container, memory_i
         _write(container, other, memory_id, "sneaky fact")
     with pytest.raises(NotFound):
         _write(container, other, "mem_does_not_exist", "sneaky fact")
+
+
+def test_a_long_fact_is_a_duplicate_only_as_the_same_text(container: Container, project_id: str, memory_id: str,
+                                                           chat: ScriptedChat) -> None:
+    # Given a fact longer than the model reads of a text (its vector reads only its opening)
+    opening = "Step by step, the probability of drawing two aces in a row from a 52-card deck without replacement. " * 12
+    first = _write(container, project_id, memory_id, opening + "By counting: C(4,2) / C(52,2) = 1/221.")
+    # When another fact opens the same way and goes on differently
+    other = _write(container, project_id, memory_id, opening + "By conditional probability: 4/52 * 3/51 = 1/221.")
+    # Then both are stored (their vectors are alike, what the vectors did not read is not)
+    assert first.action == other.action == "created"
+    # while the same text again is a duplicate, however long
+    again = _write(container, project_id, memory_id, opening + "By counting: C(4,2) / C(52,2) = 1/221.")
+    assert again.action == "skipped" and again.entry.id == first.entry.id
+    assert len(_live(container, project_id, memory_id)) == 2

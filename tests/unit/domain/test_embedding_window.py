@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from memory_engine.domain.entities import EMBED_WINDOW_CHARS, embedding_text
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS, MIN_CONTEXT_CHARS, embedding_text, keeps_own_vector, own_text
 from memory_engine.domain.turns import MAX_TURN_BYTES, WINDOW_OVERLAP_CHARS, window_spans
 
 
@@ -25,6 +25,22 @@ def test_a_long_previous_turn_is_cut_to_its_end_and_the_fact_comes_whole() -> No
 def test_a_fact_that_fills_the_window_is_embedded_alone() -> None:
     fact = "x " * EMBED_WINDOW_CHARS
     assert embedding_text(fact, None, context="the turn before") == fact.strip()
+
+
+def test_a_turn_keeps_a_vector_of_its_own_text_only_where_its_context_was_cut_to_fit() -> None:
+    # a previous turn that fits whole: the one vector reads both turns whole (LoCoMo's short turns);
+    # the own text is still embedded, for the write funnel's decision
+    assert own_text("Yes, last Tuesday!", "Mel", context="Mel: when did you go?") == "Yes, last Tuesday!"
+    assert not keeps_own_vector("Yes, last Tuesday!", "Mel", context="Mel: when did you go?")
+    # a long previous turn cut to the room left: the vector is mostly a fragment of it (BEAM)
+    assert own_text(" so we deploy on fridays ", "team", context="word " * 400) == "so we deploy on fridays"
+    assert keeps_own_vector(" so we deploy on fridays ", "team", context="word " * 400)
+    # no context read (none, or too short once cut): the one vector is the fact's own
+    assert own_text("so we deploy on fridays", None, context=None) is None
+    fact = "x " * ((EMBED_WINDOW_CHARS - MIN_CONTEXT_CHARS) // 2 + 1)
+    assert embedding_text(fact, None, context="word " * 400) == fact.strip()
+    assert own_text(fact, None, context="word " * 400) is None
+    assert not keeps_own_vector(fact, None, context="word " * 400)
 
 
 def test_an_episodes_windows_cover_the_whole_turn_each_the_models_size_overlapping_a_little() -> None:

@@ -6,7 +6,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_engine.domain.entities import anchor_name, embedding_text, entity_links, fact_texts, normalize_entity_name
+from memory_engine.domain.entities import (
+    EMBED_WINDOW_CHARS,
+    anchor_name,
+    embedding_text,
+    entity_links,
+    fact_texts,
+    normalize_entity_name,
+)
 from memory_engine.domain.entries import EntityRef, EntryEntity, NewEntry, check_content, check_metadata
 from memory_engine.domain.search_models import EntityLink, MemoryResult
 from memory_engine.domain.write_decision import (
@@ -18,6 +25,7 @@ from memory_engine.domain.write_decision import (
     decide,
     merge_metadata,
     parse_arbitration,
+    read_whole,
     union_tags,
 )
 from memory_engine.errors import InvalidInput, PayloadTooLarge
@@ -42,6 +50,16 @@ from memory_engine.errors import InvalidInput, PayloadTooLarge
 )
 def test_decide(similarity: float | None, threshold: float, agent: bool, expected: Decision) -> None:
     assert decide(similarity, duplicate_threshold=threshold, agent=agent) is expected
+
+
+def test_a_cosine_that_read_only_the_start_of_a_text_makes_no_skip() -> None:
+    long_text = "word " * (EMBED_WINDOW_CHARS // 5 + 1)
+    assert read_whole("short fact", "another short fact") and read_whole(long_text, long_text)
+    assert not read_whole(long_text, long_text + "and a different ending") and not read_whole("short", long_text)
+    # above the threshold: created (manual) or arbitrated by the model, which reads both texts whole (agent)
+    assert decide(0.99, duplicate_threshold=0.95, agent=False, whole=False) is Decision.CREATE
+    assert decide(0.99, duplicate_threshold=0.95, agent=True, whole=False) is Decision.ARBITRATE
+    assert decide(0.5, duplicate_threshold=0.95, agent=True, whole=False) is Decision.CREATE
 
 
 @pytest.mark.parametrize("bad", [-0.01, 1.01, float("nan"), float("inf")])

@@ -89,36 +89,54 @@ def embedding_text(content: str, anchor: str | None, *, context: str | None = No
     (:data:`EMBED_WINDOW_CHARS`), the context's end kept (the part next to the fact): placed first
     whole, a long previous turn filled the window and the fact itself was never read (BEAM's long
     technical turns: the vector signal's recall@10 fell from 0.393 to 0.075, issue 35)."""
+    text, before, _ = _in_window(content, anchor, context)
+    return f"{before}\n{text}" if before else text
+
+
+def _in_window(content: str, anchor: str | None, context: str | None) -> tuple[str, str, bool]:
+    """The fact's text (anchored), the part of ``context`` read before it, and whether the context
+    was cut to the room the fact leaves (:func:`embedding_text`)."""
     text = content.strip()
     if anchor:
         text = f"{text} About: {anchor}." if text.endswith((".", "!", "?")) else f"{text}. About: {anchor}."
     room = EMBED_WINDOW_CHARS - len(text) - 1
     before = (context or "").strip()
-    if len(before) > room:
-        cut = before[len(before) - room:] if room > 0 else ""
-        space = cut.find(" ")
-        before = cut[space + 1:] if 0 <= space < len(cut) - 1 else cut
-        before = before if len(before) >= MIN_CONTEXT_CHARS else ""
-    return f"{before}\n{text}" if before else text
+    if len(before) <= room:
+        return text, before, False
+    cut = before[len(before) - room:] if room > 0 else ""
+    space = cut.find(" ")
+    before = cut[space + 1:] if 0 <= space < len(cut) - 1 else cut
+    return text, before if len(before) >= MIN_CONTEXT_CHARS else "", True
 
 
 def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None) -> list[str]:
     """What a fact write embeds, in one call: the fact anchor-enriched (:func:`embedding_text`),
     then each linked entity's display name (entities are matched by vector too), then, when the
-    first text read a ``context``, the fact's own text alone, without context or anchor: a turn's
-    own vector (migration 0011). The context makes "Yes, last Tuesday!" findable; it also makes a
-    self-contained turn mostly its neighbour's text, so a turn keeps both and search reads the
-    better cosine of the two. Who the turn is about stays in the first vector: with its anchor, a
-    short turn's own vector is mostly the name ("Wow, where did you see that? About: Maria.") and
-    near every question about that person (docs/retrieval.md, "A turn's own vector")."""
+    first text read a ``context``, the fact's own text alone, without context or anchor
+    (:func:`own_text`). The context makes "Yes, last Tuesday!" findable; it also makes a turn after
+    a long answer mostly the answer's text, so the write funnel decides on both vectors (a turn is
+    not a duplicate of the answer before it) and, where the context was cut to fit the window
+    (:func:`keeps_own_vector`), the turn keeps its own as a second vector that search reads too.
+    Who the turn is about stays in the first vector: with its anchor, a short turn's own vector is
+    mostly the name ("Wow, where did you see that? About: Maria.") and near every question about
+    that person (docs/retrieval.md, "A turn's own vector")."""
     anchor = anchor_name(links)
     own = own_text(content, anchor, context=context)
     return [embedding_text(content, anchor, context=context), *(link.display_name for link in links), *([own] if own else [])]
 
 
 def own_text(content: str, anchor: str | None, *, context: str | None) -> str | None:
-    """The text of a fact's own vector (:func:`fact_texts`): its content alone when its embedding
-    text reads a ``context`` (a context too short to keep, :data:`MIN_CONTEXT_CHARS`, is not read);
-    else None (its one vector is its own)."""
-    with_context = embedding_text(content, anchor, context=context)
-    return content.strip() if with_context != embedding_text(content, anchor) else None
+    """The fact's text alone when its embedding text reads a ``context`` (a context too short to
+    keep once cut, :data:`MIN_CONTEXT_CHARS`, is not read); else None (its one vector is its own)."""
+    _, before, _ = _in_window(content, anchor, context)
+    return content.strip() if before else None
+
+
+def keeps_own_vector(content: str, anchor: str | None, *, context: str | None) -> bool:
+    """Whether a fact stores the vector of :func:`own_text` beside its first (migration 0011): when
+    that first read the end of a ``context`` cut to the room the fact leaves in the window (a long
+    turn before it), so the vector is mostly a fragment of that turn. A context that fits whole is
+    read whole with the fact (LoCoMo's short turns): a second vector there was measured to cost
+    vector-only recall (docs/retrieval.md, "A turn's own vector")."""
+    _, before, cut = _in_window(content, anchor, context)
+    return bool(before) and cut

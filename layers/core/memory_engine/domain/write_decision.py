@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS
 from memory_engine.domain.entries import MAX_CONTENT_CHARS
 
 #: Default skip band floor (per-request ``duplicate_threshold``).
@@ -38,19 +39,30 @@ def check_threshold(value: float) -> float:
     return value
 
 
-def decide(similarity: float | None, *, duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD, agent: bool) -> Decision:
+def decide(similarity: float | None, *, duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD, agent: bool,
+           whole: bool = True) -> Decision:
     """The funnel's branch for the best live candidate's cosine ``similarity``.
 
     ``None`` (no candidate, or the new fact has no vector) creates. Merge/supersede
     arbitration is reachable only with an agent context (``agent=True``); manual writes never merge.
+    ``whole``: the similarity compared both texts whole (see :func:`read_whole`); when a vector read
+    only the start of one, no similarity makes a skip (two long texts that open alike are not the
+    same text: BEAM's assistant answers that restate a problem before solving it another way).
     """
     if similarity is None:
         return Decision.CREATE
-    if similarity >= duplicate_threshold:
+    if similarity >= duplicate_threshold and whole:
         return Decision.SKIP
     if agent and similarity >= MERGE_FLOOR:
         return Decision.ARBITRATE
     return Decision.CREATE
+
+
+def read_whole(new: str, existing: str) -> bool:
+    """Whether a cosine between two facts compared them whole: the same text (an exact match is a
+    duplicate however long), or both within what the embedding model reads of a text
+    (:data:`memory_engine.domain.entities.EMBED_WINDOW_CHARS`)."""
+    return new == existing or max(len(new), len(existing)) <= EMBED_WINDOW_CHARS
 
 
 ArbitrationVerdict = Literal["merge", "supersede", "distinct"]

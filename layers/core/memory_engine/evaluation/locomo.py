@@ -130,7 +130,8 @@ def seed_as_client(container: Container, project_id: str, conversation: Conversa
                    batch: int = 100) -> tuple[str, dict[str, frozenset[str]]]:
     """Write one conversation the way a plain client does through ``POST /v1/memory-entries/batch``:
     content ``"<speaker>: <text>"``, the speaker as an entity, no ``subject``, ``source_conversation_id``
-    per session, ``valid_from``; nothing analyzed afterwards."""
+    per session, ``valid_from``, the default ``duplicate_threshold`` (a turn the funnel skips labels
+    the entry it duplicates); nothing analyzed afterwards."""
     from memory_engine.services.write_batch import write_entries
 
     memory = container.memories.create(project_id, name=f"locomo {conversation.sample_id}", tags=("eval:locomo",))
@@ -141,7 +142,6 @@ def seed_as_client(container: Container, project_id: str, conversation: Conversa
             "memory_id": memory.id, "content": f"{turn.speaker}: {turn.text}", "entities": [{"name": turn.speaker}],
             "valid_from": turn.when.isoformat() if turn.when else None, "metadata": {"dia_id": turn.dia_id},
             "source_conversation_id": f"{conversation.sample_id}/{turn.dia_id.split(':', 1)[0]}",
-            "duplicate_threshold": 1.0,
         } for turn in part]
         written = write_entries(container.entries, container.embedder, container.chat_model, project_id=project_id,
                                 items=items)

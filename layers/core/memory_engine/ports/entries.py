@@ -66,10 +66,13 @@ class MemoryRepository(Protocol):
 class EntryWriteSession(Protocol):
     """One transaction holding the memory's write lock (see ``EntryRepository.write_session``)."""
 
-    def shortlist(self, embedding: Vector, k: int, *, content: str | None = None) -> list[Candidate]:
+    def shortlist(self, embedding: Vector, k: int, *, content: str | None = None,
+                  own: Vector | None = None) -> list[Candidate]:
         """The ``k`` most similar live entries of the memory, most similar first. A live entry
-        whose content equals ``content`` is looked up exactly and competes on its cosine (the
-        vector scan is approximate and could miss it); one without a vector counts as 1.0."""
+        whose content equals ``content`` is looked up exactly (the vector scan is approximate and
+        could miss it) and counts as 1.0. With ``own`` (the fact's own vector, when ``embedding``
+        read a context too), an entry's similarity is the lower of ``embedding``'s and ``own``'s
+        (against the nearer of the entry's vectors): the context alone makes no duplicate."""
         ...
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
         """A live entry with exactly this content (dedup when the new fact has no vector)."""

@@ -36,6 +36,7 @@ from memory_engine.domain.entities import (
     anchor_name,
     display_entity_name,
     embedding_text,
+    keeps_own_vector,
     normalize_entity_name,
     own_text,
 )
@@ -262,11 +263,13 @@ class _Writer:
             links = [NewEntityLink(normalize_entity_name(x.name), x.name, x.type, x.role) for x in r.entities]
             anchor = anchor_name(links)
             texts.append(embedding_text(r.content, anchor, context=r.context))
-            own = own_text(r.content, anchor, context=r.context)
-            # a turn keeps its own vector too, as a write gives it; a file whose vectors are reused says
-            # which entries had one (an entry exported with one vector is restored with one)
-            kept_as_exported = self.counts.vectors_reused and r.embedding is not None and r.own_embedding is None
-            owns.append(None if kept_as_exported else own)
+            # a turn keeps its own vector too where a write gives it one; a file whose vectors are reused
+            # says which entries had one (an entry is restored with the vectors it was exported with)
+            if self.counts.vectors_reused and r.embedding is not None:
+                owns.append(r.content.strip() if r.own_embedding is not None else None)
+            else:
+                kept = keeps_own_vector(r.content, anchor, context=r.context)
+                owns.append(own_text(r.content, anchor, context=r.context) if kept else None)
         wanted = [i for i, own in enumerate(owns) if own is not None]
         vectors = self._vectors(texts + [str(owns[i]) for i in wanted],
                                 [r.embedding for r in records] + [records[i].own_embedding for i in wanted])

@@ -29,10 +29,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory_engine.domain.entities import entity_links, fact_texts
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS, entity_links, fact_texts
 from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_text
 from memory_engine.domain.validation import Float, Text
-from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, SHORTLIST_SIZE, Decision, WriteAction, decide
+from memory_engine.domain.write_decision import (
+    DEFAULT_DUPLICATE_THRESHOLD,
+    SHORTLIST_SIZE,
+    Decision,
+    WriteAction,
+    decide,
+    read_whole,
+)
 from memory_engine.errors import EmbeddingError, MemoryEngineError, invalid_input
 from memory_engine.ids import ENTRY, new_id
 from memory_engine.ports.chat import ChatModel
@@ -212,7 +219,9 @@ def write_entries(
                     # the caller's context, as the funnel takes it (a turn, which reads its own, is not here)
                     context = (item.entry.context.strip() or None) if item.entry.context is not None else None
                     fact = prepare_fact(prefetched, item.entry, context)
-                    if fact.embedding is None:  # the funnel's no-vector path: an exact-content lookup
+                    if fact.embedding is None or fact.own_embedding is not None or len(fact.content) > EMBED_WINDOW_CHARS:
+                        # the funnel's no-vector path (an exact-content lookup), a fact whose vector read a
+                        # context (its decision reads its own vector too) or one longer than its vector reads
                         through_funnel(item)
                     else:
                         together.pending.append(_Fast(item, fact, fact.embedding))
@@ -290,20 +299,23 @@ class _Together:
             stored = compared.candidates[j][0] if compared.candidates[j] else None
             similarity = stored.similarity if stored is not None else None
             best_id = stored.entry.id if stored is not None else None
+            # a stored entry longer than its vector reads is a duplicate only as the same text (the
+            # batch's own facts here are within the window: longer ones go through the funnel)
+            whole = stored is None or read_whole(content, stored.entry.content)
             if not (stored is not None and stored.similarity == 1.0 and stored.entry.content == content):
                 same = self._first_with.get((memory_id, content))
                 if same is not None:
-                    similarity, best_id = 1.0, same
+                    similarity, best_id, whole = 1.0, same, True
                 else:
                     for earlier in self._written:
                         pair = compared.to_written.get((earlier, j))
                         if pair is not None and (similarity is None or pair > similarity):
-                            similarity, best_id = pair, earlier
+                            similarity, best_id, whole = pair, earlier, True
                     for i in created:
                         pair = compared.among.get((i, j))
                         if pair is not None and (similarity is None or pair > similarity):
-                            similarity, best_id = pair, ids_[i]
-            if decide(similarity, duplicate_threshold=fact.item.threshold, agent=False) is Decision.SKIP:
+                            similarity, best_id, whole = pair, ids_[i], True
+            if decide(similarity, duplicate_threshold=fact.item.threshold, agent=False, whole=whole) is Decision.SKIP:
                 assert best_id is not None
                 actions.append("skipped")
                 steps.append(EntryRead(memory_id, best_id))
@@ -314,7 +326,7 @@ class _Together:
                 steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
                                          links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
                                          context=fact.fact.context, entry_id=ids_[j],
-                                         own_embedding=fact.fact.own_embedding))
+                                         own_embedding=fact.fact.stored_own_embedding))
         self._written.extend(ids_[i] for i in created)
         for fact, action, entry in zip(facts, actions, batch.write_in_order(steps), strict=True):
             assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates

@@ -5,6 +5,12 @@
       >= 0.75 and an agent context        -> ask the chat model: merge (updated) | supersede | distinct (created)
       otherwise                           -> created
 
+A fact whose vector read a context (a conversation's turn reads the turn before it) is compared on
+its own vector too, and an entry's similarity is the lower of the two readings
+(``EntryWriteSession.shortlist(own=)``): a short turn after a long answer is mostly the answer in
+its first vector, and is no duplicate of it. Nor is a fact longer than the model reads of a text a
+duplicate of another that opens alike (``read_whole``): beyond the window only the same text is.
+
 Locking and the model call: the chat model is called *outside* the memory's write lock. The
 first transaction (lock, shortlist, decide) ends before the call; a second transaction re-takes
 the lock, re-runs the shortlist and applies the verdict only if the same candidate is still the
@@ -23,7 +29,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from memory_engine.domain.entities import NewEntityLink, anchor_name, embedding_text, entity_links, fact_texts
+from memory_engine.domain.entities import (
+    NewEntityLink,
+    anchor_name,
+    embedding_text,
+    entity_links,
+    fact_texts,
+    keeps_own_vector,
+)
 from memory_engine.domain.entries import EntryWriteResult, MemoryEntry, NewEntry, check_content, check_metadata, turn_text
 from memory_engine.domain.write_decision import (
     ARBITRATION_SYSTEM_PROMPT,
@@ -38,6 +51,7 @@ from memory_engine.domain.write_decision import (
     decide,
     merge_metadata,
     parse_arbitration,
+    read_whole,
     union_tags,
 )
 from memory_engine.errors import ChatModelError, EmbeddingError, InvalidInput
@@ -76,8 +90,15 @@ class PreparedFact:
     entity_vectors: EntityVectors
     context: str | None = None
     previous_id: str | None = None
-    #: the fact's own vector when ``embedding`` read its ``context`` too (:func:`embed_fact`)
+    #: the fact's own vector when ``embedding`` read its ``context`` too (:func:`embed_fact`): the
+    #: funnel decides on both, and the entry stores it when ``keeps_own`` (the context was cut to fit)
     own_embedding: Vector | None = None
+    keeps_own: bool = False
+
+    @property
+    def stored_own_embedding(self) -> Vector | None:
+        """The second vector the entry stores (:func:`memory_engine.domain.entities.keeps_own_vector`)."""
+        return self.own_embedding if self.keeps_own else None
 
 
 def write_entry(
@@ -105,7 +126,7 @@ def write_entry(
 
     with repo.write_session(project_id, entry.memory_id) as session:
         best = _best(session, prepared)
-        decision = _decide(best, duplicate_threshold, agent)
+        decision = _decide(best, prepared, duplicate_threshold, agent)
         if decision is Decision.SKIP and best is not None:
             return WriteResult("skipped", best.entry, degraded=degraded)
         if decision is Decision.CREATE:
@@ -119,7 +140,7 @@ def write_entry(
 
     with repo.write_session(project_id, entry.memory_id) as session:
         now_best = _best(session, prepared)
-        if now_best is not None and now_best.similarity >= duplicate_threshold:
+        if now_best is not None and _decide(now_best, prepared, duplicate_threshold, None) is Decision.SKIP:
             return WriteResult("skipped", now_best.entry)
         still_same = (
             now_best is not None
@@ -163,8 +184,9 @@ def prepare_fact(embedder: Embedder, entry: NewEntry, context: str | None = None
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
     embedding, entity_vectors, own = embed_fact(embedder, content, links, context=context)
+    keeps = keeps_own_vector(content, anchor_name(links), context=context)
     return PreparedFact(entry=entry, content=content, links=links, embedding=embedding, entity_vectors=entity_vectors,
-                        context=context, previous_id=previous_id, own_embedding=own)
+                        context=context, previous_id=previous_id, own_embedding=own, keeps_own=keeps)
 
 
 def embed_fact(
@@ -196,18 +218,21 @@ def _best(session: EntryWriteSession, prepared: PreparedFact) -> Candidate | Non
         # no vector: an identical live fact is still a duplicate
         same = session.find_live_by_content(prepared.content)
         return Candidate(same, 1.0) if same is not None else None
-    shortlist = session.shortlist(prepared.embedding, SHORTLIST_SIZE, content=prepared.content)
+    shortlist = session.shortlist(prepared.embedding, SHORTLIST_SIZE, content=prepared.content,
+                                  own=prepared.own_embedding)
     return shortlist[0] if shortlist else None
 
 
-def _decide(best: Candidate | None, duplicate_threshold: float, agent: AgentContext | None) -> Decision:
-    return decide(best.similarity if best else None, duplicate_threshold=duplicate_threshold, agent=agent is not None)
+def _decide(best: Candidate | None, prepared: PreparedFact, duplicate_threshold: float,
+            agent: AgentContext | None) -> Decision:
+    return decide(best.similarity if best else None, duplicate_threshold=duplicate_threshold, agent=agent is not None,
+                  whole=best is None or read_whole(prepared.content, best.entry.content))
 
 
 def _insert(session: EntryWriteSession, prepared: PreparedFact) -> MemoryEntry:
     created = session.insert(
         prepared.entry, content=prepared.content, embedding=prepared.embedding, links=prepared.links,
-        entity_vectors=prepared.entity_vectors, context=prepared.context, own_embedding=prepared.own_embedding,
+        entity_vectors=prepared.entity_vectors, context=prepared.context, own_embedding=prepared.stored_own_embedding,
     )
     if prepared.previous_id is not None:
         session.extend_context(prepared.previous_id, turn_text(prepared.entry.subject, prepared.content))

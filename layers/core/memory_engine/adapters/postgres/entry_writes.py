@@ -44,8 +44,9 @@ class PostgresWriteSession:
         self._project_id = project_id
         self._memory_id = memory_id
 
-    def shortlist(self, embedding: Vector, k: int, *, content: str | None = None) -> list[Candidate]:
-        query, params = shortlist_statement(self._project_id, self._memory_id, embedding, k, content)
+    def shortlist(self, embedding: Vector, k: int, *, content: str | None = None,
+                  own: Vector | None = None) -> list[Candidate]:
+        query, params = shortlist_statement(self._project_id, self._memory_id, embedding, k, content, own)
         return shortlist_candidates(self._conn.execute(query, params).fetchall(), k)
 
     def find_live_by_content(self, content: str) -> MemoryEntry | None:
@@ -126,22 +127,33 @@ PAIR_SIMILARITIES = (
 )
 
 
+#: A shortlisted entry's similarity to a new fact whose vector ``v`` read a context, with ``o`` the
+#: fact's own vector: the lower of the two readings, ``v`` against the entry's vector and ``o``
+#: against the nearer of the entry's vectors. A turn after a long answer is mostly the answer's
+#: text in ``v`` (a plain client writing BEAM's conversations at the default threshold lost 810 of
+#: 13,637 turns, each "a duplicate" of the answer before it); it is a duplicate only when what it
+#: says alone is one too.
+_WITH_OWN = "least(1 - (e.embedding <=> %(v)s), greatest(1 - (e.embedding <=> %(o)s), 1 - (e.own_embedding <=> %(o)s)))"
+
+
 def shortlist_statement(
-    project_id: str, memory_id: str, embedding: Vector, k: int, content: str | None
+    project_id: str, memory_id: str, embedding: Vector, k: int, content: str | None, own: Vector | None = None,
 ) -> tuple[str, dict[str, Any]]:
     # The HNSW scan is approximate, so an identical live fact (same content) is looked up
     # exactly in the same round trip (memory_entries_live_content_idx) and always competes, as
     # similarity 1: the same sentence is the same fact even when the two were embedded with
-    # different anchors ("<fact>. About: <anchor>.") or one has no vector.
+    # different anchors ("<fact>. About: <anchor>.") or one has no vector (and a client's retry of a
+    # turn, which reads the turn itself as its context, is not written twice).
+    similarity = "1 - (e.embedding <=> %(v)s)" if own is None else _WITH_OWN
     return (
         f"(SELECT {ENTRY_SELECT}, 1.0::float8 AS similarity FROM memory_entries e"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
         " WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL"
         f" AND {not_expired()} AND md5(e.content) = md5(%(c)s) AND e.content = %(c)s ORDER BY e.created_at LIMIT 1)"
         " UNION ALL"
-        f" (SELECT {ENTRY_SELECT}, 1 - (e.embedding <=> %(v)s) AS similarity FROM memory_entries e"
+        f" (SELECT {ENTRY_SELECT}, {similarity} AS similarity FROM memory_entries e"
         f" WHERE e.memory_id = %(m)s AND e.project_id = %(p)s AND e.invalidated_at IS NULL AND {not_expired()}"
         " ORDER BY e.embedding <=> %(v)s LIMIT %(k)s)",
-        {"v": embedding, "m": memory_id, "p": project_id, "k": k, "c": content},
+        {"v": embedding, "m": memory_id, "p": project_id, "k": k, "c": content, "o": own},
     )
 
 
