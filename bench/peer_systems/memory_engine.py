@@ -32,15 +32,16 @@ class MemoryEngineService(System):
 
     @staticmethod
     def extra_texts(ds: Dataset) -> list[str]:
-        # What the write funnel embeds for a turn written with its speaker as subject entity (the
-        # "About: <anchor>" text and the entity name). If that recipe changes, the child embeds the
-        # new texts itself and the table marks the row.
+        # What the write funnel embeds for a turn written with its speaker as subject entity (its
+        # transcript line with "About: <anchor>", here without its context, and the entity name).
+        # Texts this misses the child embeds itself, and the table marks the row.
         from memory_engine.domain.chunking import normalize_text
         from memory_engine.domain.entities import embedding_text
 
         if ds.name != "locomo":  # a `whole` chunk is the extracted text, normalized (NFKC, spaces)
             return [normalize_text(u.text) for u in ds.units]
-        return [t for u in ds.units for t in (embedding_text(u.text, u.meta["speaker"]), u.meta["speaker"])]
+        return [t for u in ds.units for t in (embedding_text(u.text, u.meta["speaker"], speaker=u.meta["speaker"]),
+                                          u.meta["speaker"])]
 
     def setup(self, ds: Dataset) -> None:
         from memory_engine.adapters.postgres.migrations import migrate

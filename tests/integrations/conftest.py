@@ -30,13 +30,19 @@ def api_key(engine: RunningEngine) -> str:
     return engine.key("integrations", "read,write")
 
 
+#: The clients' request timeout here: these tests check what the integrations do, not how fast the engine
+#: answers, and a turn of 200 KB (its every window embedded) can take longer than the 30 s default on a
+#: busy two-core machine.
+TIMEOUT = 180.0
+
+
 @pytest.fixture
 def client(engine: RunningEngine, api_key: str) -> Iterator[MemoryEngineClient]:
-    with MemoryEngineClient(engine.base_url, api_key) as me:
+    with MemoryEngineClient(engine.base_url, api_key, timeout=TIMEOUT) as me:
         yield me
 
 
 @pytest.fixture
 def async_client(engine: RunningEngine, api_key: str) -> AsyncMemoryEngineClient:
     """Not entered: each test's event loop opens and closes it (``async with``)."""
-    return AsyncMemoryEngineClient(engine.base_url, api_key)
+    return AsyncMemoryEngineClient(engine.base_url, api_key, timeout=TIMEOUT)

@@ -6,12 +6,27 @@ from __future__ import annotations
 import itertools
 
 from memory_engine.domain.entities import EMBED_WINDOW_CHARS, MIN_CONTEXT_CHARS, embedding_text, keeps_own_vector, own_text
+from memory_engine.domain.entries import turn_speaker
 from memory_engine.domain.turns import MAX_TURN_BYTES, WINDOW_OVERLAP_CHARS, window_spans
 
 
 def test_a_short_turn_keeps_its_whole_previous_turn() -> None:
     assert embedding_text("Yes, last Tuesday!", "Mel", context="Mel: when did you go?") == \
         "Mel: when did you go?\nYes, last Tuesday! About: Mel."
+
+
+def test_a_turn_is_embedded_as_its_transcript_line_like_its_context() -> None:
+    # a turn's speaker is its subject (written in a conversation, not extracted from one)
+    assert turn_speaker("Caroline", "conv-1", "manual") == "Caroline"
+    assert turn_speaker("Caroline", None, "manual") is None and turn_speaker("Caroline", "conv-1", "extraction") is None
+    assert embedding_text("Yes, last Tuesday!", "Caroline", context="Mel: when did you go?", speaker="Caroline") == \
+        "Mel: when did you go?\nCaroline: Yes, last Tuesday! About: Caroline."
+    # the first turn of a conversation too, and a turn written as "<speaker>: <text>" is not named twice
+    assert embedding_text("Hi Mel!", "Caroline", speaker="Caroline") == "Caroline: Hi Mel! About: Caroline."
+    assert embedding_text("Caroline: Hi Mel!", "Caroline", speaker="Caroline") == "Caroline: Hi Mel! About: Caroline."
+    # its own text (the second vector, the funnel's decision) is what it says alone
+    assert own_text("Yes, last Tuesday!", "Caroline", context="Mel: when did you go?", speaker="Caroline") == \
+        "Yes, last Tuesday!"
 
 
 def test_a_long_previous_turn_is_cut_to_its_end_and_the_fact_comes_whole() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from memory_engine.domain.entries import EntityRef, EntityRole
+from memory_engine.domain.entries import EntityRef, EntityRole, transcript_line
 from memory_engine.domain.entries import normalize_entity_name as normalize_entity_name
 
 _WS = re.compile(r"\s+")
@@ -81,22 +81,24 @@ EMBED_WINDOW_CHARS = 1_000
 MIN_CONTEXT_CHARS = 80
 
 
-def embedding_text(content: str, anchor: str | None, *, context: str | None = None) -> str:
+def embedding_text(content: str, anchor: str | None, *, context: str | None = None, speaker: str | None = None) -> str:
     """What gets embedded for a fact: ``"<fact>. About: <anchor>."`` when it has an anchor
     (the Memory Soda design: the anchor becomes prominent in vector space), else the bare fact;
     after its ``context`` line when it has one (the turn before it: "Yes, last Tuesday!" alone
     means nothing), but only in the room the fact leaves in the model's window
     (:data:`EMBED_WINDOW_CHARS`), the context's end kept (the part next to the fact): placed first
     whole, a long previous turn filled the window and the fact itself was never read (BEAM's long
-    technical turns: the vector signal's recall@10 fell from 0.393 to 0.075, issue 35)."""
-    text, before, _ = _in_window(content, anchor, context)
+    technical turns: the vector signal's recall@10 fell from 0.393 to 0.075, issue 35). A turn of a
+    conversation is its transcript line, ``"<speaker>: <fact>"`` (``speaker``: who said it,
+    :func:`memory_engine.domain.entries.turn_speaker`), as its context's lines are."""
+    text, before, _ = _in_window(content, anchor, context, speaker)
     return f"{before}\n{text}" if before else text
 
 
-def _in_window(content: str, anchor: str | None, context: str | None) -> tuple[str, str, bool]:
+def _in_window(content: str, anchor: str | None, context: str | None, speaker: str | None) -> tuple[str, str, bool]:
     """The fact's text (anchored), the part of ``context`` read before it, and whether the context
     was cut to the room the fact leaves (:func:`embedding_text`)."""
-    text = content.strip()
+    text = transcript_line(speaker, content.strip())
     if anchor:
         text = f"{text} About: {anchor}." if text.endswith((".", "!", "?")) else f"{text}. About: {anchor}."
     room = EMBED_WINDOW_CHARS - len(text) - 1
@@ -109,7 +111,8 @@ def _in_window(content: str, anchor: str | None, context: str | None) -> tuple[s
     return text, before if len(before) >= MIN_CONTEXT_CHARS else "", True
 
 
-def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None) -> list[str]:
+def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | None = None,
+               speaker: str | None = None) -> list[str]:
     """What a fact write embeds, in one call: the fact anchor-enriched (:func:`embedding_text`),
     then each linked entity's display name (entities are matched by vector too), then, when the
     first text read a ``context``, the fact's own text alone, without context or anchor
@@ -121,22 +124,23 @@ def fact_texts(content: str, links: Sequence[NewEntityLink], *, context: str | N
     mostly the name ("Wow, where did you see that? About: Maria.") and near every question about
     that person (docs/retrieval.md, "A turn's own vector")."""
     anchor = anchor_name(links)
-    own = own_text(content, anchor, context=context)
-    return [embedding_text(content, anchor, context=context), *(link.display_name for link in links), *([own] if own else [])]
+    own = own_text(content, anchor, context=context, speaker=speaker)
+    return [embedding_text(content, anchor, context=context, speaker=speaker), *(link.display_name for link in links),
+            *([own] if own else [])]
 
 
-def own_text(content: str, anchor: str | None, *, context: str | None) -> str | None:
+def own_text(content: str, anchor: str | None, *, context: str | None, speaker: str | None = None) -> str | None:
     """The fact's text alone when its embedding text reads a ``context`` (a context too short to
     keep once cut, :data:`MIN_CONTEXT_CHARS`, is not read); else None (its one vector is its own)."""
-    _, before, _ = _in_window(content, anchor, context)
+    _, before, _ = _in_window(content, anchor, context, speaker)
     return content.strip() if before else None
 
 
-def keeps_own_vector(content: str, anchor: str | None, *, context: str | None) -> bool:
+def keeps_own_vector(content: str, anchor: str | None, *, context: str | None, speaker: str | None = None) -> bool:
     """Whether a fact stores the vector of :func:`own_text` beside its first (migration 0011): when
     that first read the end of a ``context`` cut to the room the fact leaves in the window (a long
     turn before it), so the vector is mostly a fragment of that turn. A context that fits whole is
     read whole with the fact (LoCoMo's short turns): a second vector there was measured to cost
     vector-only recall (docs/retrieval.md, "A turn's own vector")."""
-    _, before, cut = _in_window(content, anchor, context)
+    _, before, cut = _in_window(content, anchor, context, speaker)
     return bool(before) and cut

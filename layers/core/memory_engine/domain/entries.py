@@ -95,10 +95,21 @@ def speaker_of(content: str) -> str | None:
 def turn_text(subject: str | None, content: str) -> str:
     """A fact as a line of its conversation, ``"<subject>: <content>"`` (the content alone when it
     already starts with its subject as a speaker), cut to ``CONTEXT_TURN_CHARS``."""
+    return transcript_line(subject, content)[:CONTEXT_TURN_CHARS]
+
+
+def transcript_line(subject: str | None, content: str) -> str:
+    """``"<subject>: <content>"``, or the content alone when it has no subject or already starts with
+    its subject as a speaker."""
     speaker = speaker_of(content) if subject else None
     named = speaker is not None and subject is not None and normalize_entity_name(speaker) == normalize_entity_name(subject)
-    text = f"{subject}: {content}" if subject and not named else content
-    return text[:CONTEXT_TURN_CHARS]
+    return f"{subject}: {content}" if subject and not named else content
+
+
+def turn_speaker(subject: str | None, source_conversation_id: str | None, source_type: str) -> str | None:
+    """Who said a fact written as a turn of a conversation (``source_conversation_id``, not
+    extracted from one): its ``subject``; else None."""
+    return subject if source_conversation_id is not None and source_type != "extraction" else None
 
 
 def check_content(content: str) -> str:

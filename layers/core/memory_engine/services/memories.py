@@ -22,6 +22,7 @@ from memory_engine.domain.entries import (
     Tags,
     check_content,
     check_metadata,
+    turn_speaker,
 )
 from memory_engine.domain.globs import tag_filter
 from memory_engine.domain.requests import MemoryFields
@@ -128,6 +129,7 @@ def replace_entry(
         obj = fields.get("object", current.object)
         refs = body.entities if "entities" in sent else [EntityRef(name=e.name, type=e.type) for e in current.entities]
         links = entity_links(refs or [], subject=subject, object=obj)
-        embedding, vectors, _ = embed_fact(embedder, fields.get("content", current.content), links)
+        speaker = turn_speaker(subject, current.source_conversation_id, current.source_type)
+        embedding, vectors, _ = embed_fact(embedder, fields.get("content", current.content), links, speaker=speaker)
     changes = EntryChanges(fields=fields, embedding=embedding, reembed=reembed, links=links, entity_vectors=vectors)
     return entries.replace(project_id, entry_id, changes)

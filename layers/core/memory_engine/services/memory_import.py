@@ -38,9 +38,8 @@ from memory_engine.domain.entities import (
     embedding_text,
     keeps_own_vector,
     normalize_entity_name,
-    own_text,
 )
-from memory_engine.domain.entries import EntryEntity, Memory, MemoryEntry
+from memory_engine.domain.entries import EntryEntity, Memory, MemoryEntry, turn_speaker
 from memory_engine.domain.turns import window_spans
 from memory_engine.domain.validation import JsonTooDeep, loads_json
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
@@ -262,14 +261,15 @@ class _Writer:
         for r in records:
             links = [NewEntityLink(normalize_entity_name(x.name), x.name, x.type, x.role) for x in r.entities]
             anchor = anchor_name(links)
-            texts.append(embedding_text(r.content, anchor, context=r.context))
+            speaker = turn_speaker(r.subject, r.source_conversation_id, r.source_type)
+            texts.append(embedding_text(r.content, anchor, context=r.context, speaker=speaker))
             # a turn keeps its own vector too where a write gives it one; a file whose vectors are reused
             # says which entries had one (an entry is restored with the vectors it was exported with)
             if self.counts.vectors_reused and r.embedding is not None:
                 owns.append(r.content.strip() if r.own_embedding is not None else None)
             else:
-                kept = keeps_own_vector(r.content, anchor, context=r.context)
-                owns.append(own_text(r.content, anchor, context=r.context) if kept else None)
+                kept = keeps_own_vector(r.content, anchor, context=r.context, speaker=speaker)
+                owns.append(r.content.strip() if kept else None)
         wanted = [i for i, own in enumerate(owns) if own is not None]
         vectors = self._vectors(texts + [str(owns[i]) for i in wanted],
                                 [r.embedding for r in records] + [records[i].own_embedding for i in wanted])

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_engine.domain.entities import EMBED_WINDOW_CHARS, entity_links, fact_texts
-from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_text
+from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_speaker, turn_text
 from memory_engine.domain.validation import Float, Text
 from memory_engine.domain.write_decision import (
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -367,7 +367,8 @@ def _prefetch(
                     previous = None
                 context = previous[1] if previous else None
             last_turn[key] = turn_text(entry.subject, content)
-        per_item.append(fact_texts(content, links, context=context))
+        speaker = turn_speaker(entry.subject, entry.source_conversation_id, entry.source_type)
+        per_item.append(fact_texts(content, links, context=context, speaker=speaker))
         positions.append(position)
     # slices of items in input order: the first is small so writing starts early, the rest large
     # enough for the model to batch well (texts a slice repeats from an earlier one are not redone)

@@ -37,7 +37,15 @@ from memory_engine.domain.entities import (
     fact_texts,
     keeps_own_vector,
 )
-from memory_engine.domain.entries import EntryWriteResult, MemoryEntry, NewEntry, check_content, check_metadata, turn_text
+from memory_engine.domain.entries import (
+    EntryWriteResult,
+    MemoryEntry,
+    NewEntry,
+    check_content,
+    check_metadata,
+    turn_speaker,
+    turn_text,
+)
 from memory_engine.domain.write_decision import (
     ARBITRATION_SYSTEM_PROMPT,
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -183,19 +191,21 @@ def prepare_fact(embedder: Embedder, entry: NewEntry, context: str | None = None
     content = check_content(entry.content)
     check_metadata(entry.metadata)
     links = entity_links(entry.entities, subject=entry.subject, object=entry.object)
-    embedding, entity_vectors, own = embed_fact(embedder, content, links, context=context)
-    keeps = keeps_own_vector(content, anchor_name(links), context=context)
+    speaker = turn_speaker(entry.subject, entry.source_conversation_id, entry.source_type)
+    embedding, entity_vectors, own = embed_fact(embedder, content, links, context=context, speaker=speaker)
+    keeps = keeps_own_vector(content, anchor_name(links), context=context, speaker=speaker)
     return PreparedFact(entry=entry, content=content, links=links, embedding=embedding, entity_vectors=entity_vectors,
                         context=context, previous_id=previous_id, own_embedding=own, keeps_own=keeps)
 
 
 def embed_fact(
-    embedder: Embedder, content: str, links: list[NewEntityLink], *, context: str | None = None
+    embedder: Embedder, content: str, links: list[NewEntityLink], *, context: str | None = None,
+    speaker: str | None = None,
 ) -> tuple[Vector | None, EntityVectors, Vector | None]:
     """The fact's vector, its entities' and, when the first read a ``context``, the fact's own
     (:func:`memory_engine.domain.entities.fact_texts`; else None), best-effort: ``None`` where the
     model failed."""
-    texts = fact_texts(content, links, context=context)
+    texts = fact_texts(content, links, context=context, speaker=speaker)
     vectors = embed_best_effort(embedder, texts)
     named = vectors[1:1 + len(links)]
     own = vectors[1 + len(links)] if len(texts) > 1 + len(links) else None
