@@ -15,15 +15,18 @@ from memory_engine.ports.entries import REPAIRABLE_TABLES
 from memory_engine.ports.episodes import EpisodeWindow
 
 #: What each table embeds. Entries are embedded anchor-enriched, as the funnel does: the anchor
-#: (``domain.entities.anchor_name``) is the first entity of the entry's listing.
+#: (``domain.entities.anchor_name``) is the first entity of the entry's listing, and a conversation's
+#: turn is its transcript line (``speaker``: ``domain.entries.turn_speaker``; its context, which by now
+#: also holds the turn after it, is not read again).
 _TEXT = {
     "memory_entries": (
         "content, (SELECT n.display_name FROM entry_entities l JOIN entities n ON n.id = l.entity_id"  # noqa: S608 - the role order is a domain constant; no value is interpolated
-        f" WHERE l.entry_id = t.id ORDER BY {role_rank('l.role')}, n.name LIMIT 1) AS anchor"
+        f" WHERE l.entry_id = t.id ORDER BY {role_rank('l.role')}, n.name LIMIT 1) AS anchor,"
+        " CASE WHEN t.source_conversation_id IS NOT NULL AND t.source_type <> 'extraction' THEN t.subject END AS speaker"
     ),
-    "entities": "display_name AS content, NULL::text AS anchor",
-    "episodes": "transcript AS content, NULL::text AS anchor",  # the text the windows index: never changed
-    "document_chunks": "content, NULL::text AS anchor",
+    "entities": "display_name AS content, NULL::text AS anchor, NULL::text AS speaker",
+    "episodes": "transcript AS content, NULL::text AS anchor, NULL::text AS speaker",  # the text the windows index
+    "document_chunks": "content, NULL::text AS anchor, NULL::text AS speaker",
 }
 
 
@@ -58,7 +61,7 @@ class PostgresEmbeddingRepair:
             ).fetchall()
         if table == "episodes":  # windows are spans of the transcript as stored
             return [(r["id"], r["content"]) for r in rows]
-        return [(r["id"], embedding_text(r["content"], r["anchor"])) for r in rows]
+        return [(r["id"], embedding_text(r["content"], r["anchor"], speaker=r["speaker"])) for r in rows]
 
     def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
         if table == "episodes":
