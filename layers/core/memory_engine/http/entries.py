@@ -40,7 +40,9 @@ _LIMITS = (
     description=(
         "Embeds the fact (best-effort), compares it with the most similar live entries of the memory and answers "
         "`action`: `skipped` (200, the existing entry; similarity >= `duplicate_threshold`, default 0.95) or "
-        "`created` (201). A manual write (any `source_type` but `agent`) never merges or supersedes. "
+        "`created` (201). A conversation's turn is compared on its own text too, not only with the turn before it "
+        "as context, and a text longer than the model reads (1,000 characters) is skipped only as an exact repeat. "
+        "A manual write (any `source_type` but `agent`) never merges or supersedes. "
         "`source_type: \"agent\"` (optionally with `agent: {model?, generation_id?}`) is the agent write path: with a "
         "chat model configured, a live fact with similarity >= 0.75 is merged into one sentence (`updated`, 200) or, "
         "when the model judges a contradiction, invalidated and replaced (`superseded`, 200, with "
