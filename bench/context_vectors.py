@@ -5,16 +5,17 @@ against the same turns embedded under other recipes, on LoCoMo dev5 and the BEAM
 
 A turn written with ``source_conversation_id`` is embedded today with the turn before it as its
 context (``domain/entities.embedding_text``: the context in the room the turn leaves in the model's
-window, then the turn and its ``About: <anchor>``, the first of its entities); since migration 0011 it
-also keeps the vector of its own text, and search reads the better cosine of the two. The recipes,
-each scored on its own:
+window, then the turn's transcript line ``<speaker>: <text>`` and its ``About: <anchor>``, the first
+of its entities); since migration 0011 a turn whose context was cut to fit also keeps the vector of
+its own text, and search reads the better cosine of the two. The recipes, each scored on its own:
 
 - ``stored``: the ``embedding`` the write funnel stored (the vector signal's only one before 0011);
 - ``context``: ``embedding_text`` with the previous turn, recomputed here (checks the recipe: it
   should read as ``stored``);
 - ``own``: the turn's text alone, what a turn's second vector reads (``entities.own_text``);
-- ``own+anchor``: ``embedding_text`` without the context (the turn and its ``About: <anchor>``);
-- ``max(own, context)``: each turn's better cosine of the two, what the vector signal reads now;
+- ``own+anchor``: the turn's text and its ``About: <anchor>``, without context or speaker;
+- ``max(own, context)``: each turn's better cosine of the two, what the vector signal reads where
+  a turn keeps both;
 - ``max(own+anchor, context)``, ``mean(own+anchor, context)``: the alternatives measured.
 
 The first run seeds ``--pgdata`` (kept for the next runs) as the evaluation harness does
@@ -40,8 +41,8 @@ import numpy as np
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PROJECT = "context-vectors"
-#: name -> how a turn is embedded from (content, anchor, previous turn); None: the stored vector
-Recipe = Callable[[str, "str | None", "str | None"], str] | None
+#: name -> how a turn is embedded from (content, anchor, previous turn, speaker); None: the stored vector
+Recipe = Callable[[str, "str | None", "str | None", "str | None"], str] | None
 
 
 def recipes() -> dict[str, Recipe]:
@@ -49,11 +50,12 @@ def recipes() -> dict[str, Recipe]:
 
     return {
         "stored": None,
-        "context": lambda content, anchor, previous: embedding_text(content, anchor, context=previous),
+        "context": lambda content, anchor, previous, speaker: embedding_text(content, anchor, context=previous,
+                                                                             speaker=speaker),
         # a turn with nothing before it keeps one vector: its own is that one
-        "own": lambda content, anchor, previous: own_text(content, anchor, context=previous)
-        or embedding_text(content, anchor),
-        "own+anchor": lambda content, anchor, previous: embedding_text(content, anchor),
+        "own": lambda content, anchor, previous, speaker: own_text(content, anchor, context=previous, speaker=speaker)
+        or embedding_text(content, anchor, speaker=speaker),
+        "own+anchor": lambda content, anchor, previous, speaker: embedding_text(content, anchor),
     }
 
 
@@ -73,23 +75,24 @@ def memory_of(container: Any, project_id: str, name: str, seed: Callable[[], tup
 
 def turns(container: Any, memory_id: str) -> list[dict[str, Any]]:
     """The memory's live entries in write order, each with its anchor (its first entity, as the
-    embedding repair reads it) and the previous turn of its conversation as the funnel gives it
-    (``turn_text``)."""
+    embedding repair reads it), its speaker (``turn_speaker``) and the previous turn of its
+    conversation as the funnel gives it (``turn_text``)."""
     from memory_engine.adapters.postgres.entry_sql import role_rank
-    from memory_engine.domain.entries import turn_text
+    from memory_engine.domain.entries import turn_speaker, turn_text
 
     anchor = (f"(SELECT n.display_name FROM entry_entities l JOIN entities n ON n.id = l.entity_id"
               f" WHERE l.entry_id = e.id ORDER BY {role_rank('l.role')}, n.name LIMIT 1) AS anchor")
     with container.database.connection() as conn:
         rows = conn.execute(
-            f"SELECT e.id, e.content, e.subject, {anchor}, e.source_conversation_id AS conversation,"
+            f"SELECT e.id, e.content, e.subject, e.source_type, {anchor}, e.source_conversation_id AS conversation,"
             " e.embedding::text AS vector FROM memory_entries e"
             " WHERE e.memory_id = %s AND e.invalidated_at IS NULL ORDER BY e.created_at, e.id",
             (memory_id,)).fetchall()
     last: dict[str | None, str] = {}
     out = []
     for row in rows:
-        out.append({**row, "previous": last.get(row["conversation"]) if row["conversation"] else None})
+        out.append({**row, "previous": last.get(row["conversation"]) if row["conversation"] else None,
+                    "speaker": turn_speaker(row["subject"], row["conversation"], row["source_type"])})
         last[row["conversation"]] = turn_text(row["subject"], row["content"])
     return out
 
@@ -110,7 +113,7 @@ def score(container: Any, memory_id: str, labels: dict[str, frozenset[str]],
             vectors[name] = unit([json.loads(r["vector"]) for r in rows])
         else:
             vectors[name] = unit(container.embedder.embed_documents(
-                [recipe(r["content"], r["anchor"], r["previous"]) for r in rows]))
+                [recipe(r["content"], r["anchor"], r["previous"], r["speaker"]) for r in rows]))
     for text, evidence in questions:
         query = unit([container.embedder.embed_query(text)])[0]
         cosines = {name: v @ query for name, v in vectors.items()}

@@ -10,7 +10,7 @@ import json
 import re
 import unicodedata
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -106,10 +106,16 @@ def transcript_line(subject: str | None, content: str) -> str:
     return f"{subject}: {content}" if subject and not named else content
 
 
+def is_turn(source_conversation_id: str | None, source_type: str) -> TypeGuard[str]:
+    """Whether a fact is a turn of a conversation: written with ``source_conversation_id``, not
+    extracted from one (extracted facts are self-contained statements). True narrows
+    ``source_conversation_id`` to ``str``."""
+    return source_conversation_id is not None and source_type != "extraction"
+
+
 def turn_speaker(subject: str | None, source_conversation_id: str | None, source_type: str) -> str | None:
-    """Who said a fact written as a turn of a conversation (``source_conversation_id``, not
-    extracted from one): its ``subject``; else None."""
-    return subject if source_conversation_id is not None and source_type != "extraction" else None
+    """Who said a fact written as a turn of a conversation (:func:`is_turn`): its ``subject``; else None."""
+    return subject if is_turn(source_conversation_id, source_type) else None
 
 
 def check_content(content: str) -> str:

@@ -187,7 +187,8 @@ class Comparisons:
 @dataclass(frozen=True)
 class EntryInsert:
     """One new entry in :meth:`EntryBatchTransaction.write_in_order` (as ``EntryWriteSession.insert``,
-    with the id chosen by the caller, so a later step can read it)."""
+    with the id chosen by the caller, so a later step can read it). It has one vector: a fact whose
+    vector read a context is decided and written by the funnel itself, which stores its own vector."""
 
     memory_id: str
     entry: NewEntry
@@ -197,7 +198,6 @@ class EntryInsert:
     entity_vectors: EntityVectors
     context: str | None
     entry_id: str
-    own_embedding: Vector | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_engine.domain.entities import EMBED_WINDOW_CHARS, entity_links, fact_texts
-from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, turn_speaker, turn_text
+from memory_engine.domain.entries import MemoryEntry, NewEntry, check_content, is_turn, turn_speaker, turn_text
 from memory_engine.domain.validation import Float, Text
 from memory_engine.domain.write_decision import (
     DEFAULT_DUPLICATE_THRESHOLD,
@@ -251,7 +251,7 @@ def _needs_funnel(batch: EntryBatchTransaction, entry: NewEntry) -> bool:
     context is read from, and appended to, the turn before it), an entry with its own
     ``expires_at`` (it may be expired already, so not a candidate for the facts after it) and one
     naming a memory the batch may not write (the funnel's own 404)."""
-    turn = entry.context is None and entry.source_conversation_id is not None and entry.source_type != "extraction"
+    turn = entry.context is None and is_turn(entry.source_conversation_id, entry.source_type)
     return turn or entry.expires_at is not None or not batch.writable(entry.memory_id)
 
 
@@ -325,8 +325,7 @@ class _Together:
                 self._first_with.setdefault((memory_id, content), ids_[j])
                 steps.append(EntryInsert(memory_id, fact.item.entry, content=content, embedding=fact.embedding,
                                          links=fact.fact.links, entity_vectors=fact.fact.entity_vectors,
-                                         context=fact.fact.context, entry_id=ids_[j],
-                                         own_embedding=fact.fact.stored_own_embedding))
+                                         context=fact.fact.context, entry_id=ids_[j]))
         self._written.extend(ids_[i] for i in created)
         for fact, action, entry in zip(facts, actions, batch.write_in_order(steps), strict=True):
             assert entry is not None  # a duplicate found in this transaction is live: nothing here invalidates
@@ -356,7 +355,7 @@ def _prefetch(
         context: str | None = None
         if entry.context is not None:
             context = entry.context.strip() or None
-        elif entry.source_conversation_id is not None and entry.source_type != "extraction":
+        elif is_turn(entry.source_conversation_id, entry.source_type):
             key = (entry.memory_id, entry.source_conversation_id)
             if key in last_turn:
                 context = last_turn[key]

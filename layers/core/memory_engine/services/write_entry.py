@@ -43,6 +43,7 @@ from memory_engine.domain.entries import (
     NewEntry,
     check_content,
     check_metadata,
+    is_turn,
     turn_speaker,
     turn_text,
 )
@@ -180,7 +181,7 @@ def _context(repo: EntryRepository, project_id: str, entry: NewEntry) -> tuple[s
     in the memory, whose own context then gains this turn (it follows it)."""
     if entry.context is not None:
         return entry.context.strip() or None, None
-    if entry.source_conversation_id is None or entry.source_type == "extraction":
+    if not is_turn(entry.source_conversation_id, entry.source_type):
         return None, None
     previous = repo.conversation_context(project_id, entry.memory_id, entry.source_conversation_id)
     return (previous[1], previous[0]) if previous else (None, None)

@@ -231,6 +231,6 @@ class _SharedTransactionEntries(PostgresEntryRepository):
                     cursors.append(self._conn.execute(*insert_statement(
                         self._project_id, step.memory_id, step.entry_id, step.entry, content=step.content,
                         embedding=step.embedding, links=step.links, entity_vectors=step.entity_vectors,
-                        context=step.context, own_embedding=step.own_embedding)))
+                        context=step.context)))
             rows = [cursor.fetchone() for cursor in cursors]
         return [entry_from_row(row) if row else None for row in rows]
