@@ -193,3 +193,23 @@ def test_as_of_reads_the_turns_said_by_then(api: ApiClient, world: dict[str, Any
                      as_of="2024-03-01T10:01:30Z", min_score=0)
     assert world["short"] in {r["id"] for r in episodes_of(before)}
     assert {r["id"] for r in episodes_of(earlier)} <= {world["keyword"], world["vector"]}, earlier
+
+
+def test_a_turn_that_opens_with_its_speaker_is_about_that_speaker(api: ApiClient) -> None:
+    # Given a conversation written as "<speaker>: <text>" turns, where the other speaker's turn holds
+    # more of the question's words than the answer does
+    memory = str(api.post("/v1/memories", {"name": "painters"}).json["id"])
+    answer, other = record(api, memory, "conv-p", [
+        {"turn_id": "p-1", "role": "user", "content": "Caroline: I painted the lake at sunrise last week."},
+        {"turn_id": "p-2", "role": "assistant",
+         "content": "Melanie: Caroline painted the lake? I painted that lake at sunrise too, I paint it every week."},
+    ])
+    ranked = lambda body: [r["id"] for r in episodes_of(body)]  # noqa: E731
+    # When the question names the speaker
+    body = search(api, query="What did Caroline paint?", memory_ids=[memory], include=["episodes"], min_score=0)
+    # Then the turn she said ranks above the one that only mentions her (a fact written with her
+    # as its subject is lifted the same way)
+    assert ranked(body)[0] == answer and ranked(body).index(other) > 0, body
+    # and a question naming the other speaker puts her turn first
+    body = search(api, query="What did Melanie paint?", memory_ids=[memory], include=["episodes"], min_score=0)
+    assert ranked(body)[0] == other, body

@@ -32,6 +32,7 @@ from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
 from memory_engine.adapters.postgres.search_rows import document_result, listed_episode, memory_result, page_rows
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.adapters.postgres.stats_cache import StatsCache
+from memory_engine.domain.entries import normalize_entity_name, speaker_of
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     AnyResult,
@@ -364,6 +365,17 @@ def _listed(ranked: RankedLists, sources: Sequence[SourceType]) -> dict[ResultKe
     return found
 
 
+def _subjects(row: Row) -> tuple[str, ...]:
+    """Who a candidate is about, as the subject boost compares them with the query's names: a fact's
+    subject entities (normalized by the entity table), a turn's speaker when its message opens with
+    one (episodes' ``opening``: the rule a fact written as ``"<speaker>: <text>"`` follows,
+    :func:`memory_engine.domain.entries.speaker_of`); chunks have none."""
+    if row.get("subjects"):
+        return tuple(row["subjects"])
+    speaker = speaker_of(row["opening"]) if row.get("opening") else None
+    return (normalize_entity_name(speaker),) if speaker else ()
+
+
 def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:
     """A candidate read's rows as :class:`Candidate` s, the scores the signals returned filled in."""
     vector_scores = ranked.scored(Signal.VECTOR)
@@ -376,6 +388,6 @@ def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) ->
         found[key] = Candidate(
             None if similarity is None else float(similarity), float(bm25_score or 0.0),
             tuple((source, before) for before in row["prev_ids"] or ()),
-            tuple(row.get("subjects") or ()), row.get("valid_from"),  # facts only
+            _subjects(row), row.get("valid_from"),
         )
     return found

@@ -97,12 +97,25 @@ def _neighbours(scope: MemoryScope) -> str:
     return search_sql.neighbours_of_top("episodes", "conversation_id", _turn_sql("c", scope, "<"), _turn_sql("c", scope, ">"))
 
 
+#: How much of a turn's message a candidate read returns for its speaker (:data:`OPENING`): a
+#: speaker prefix is at most 60 characters and its colon (domain.entries.speaker_of).
+OPENING_CHARS: Final = 80
+
+#: The start of the message of an episode of one message, where a turn written as
+#: ``"<speaker>: <text>"`` names who said it (read by the candidates' ``subjects``; NULL for an
+#: episode of several messages, whose transcript is ``role: content`` lines).
+OPENING: Final = (
+    f"CASE WHEN jsonb_array_length(ep.messages) = 1 THEN left(ep.messages -> 0 ->> 'content', {OPENING_CHARS}) END"
+)
+
+
 def _candidate_columns(scope: MemoryScope) -> str:
-    """``valid_from`` (when it was said: the recency and date features read it as a fact's) and
-    ``prev_ids`` (up to ``%(window)s`` episodes before it in its conversation, nearest first)."""
+    """``valid_from`` (when it was said: the recency and date features read it as a fact's),
+    ``prev_ids`` (up to ``%(window)s`` episodes before it in its conversation, nearest first) and
+    ``opening`` (:data:`OPENING`: its speaker, as a fact's ``subjects``)."""
     prev = (f"CASE WHEN ep.conversation_id IS NULL OR %(window)s = 0 THEN NULL"
             f" ELSE ARRAY({_turn_sql('ep', scope, '<')}) END AS prev_ids")
-    return f"ep.occurred_at AS valid_from, {prev}"
+    return f"ep.occurred_at AS valid_from, {prev}, {OPENING} AS opening"
 
 
 class EpisodesInScope(search_sql.ScopedSource[MemoryScope]):
