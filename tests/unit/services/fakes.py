@@ -25,7 +25,7 @@ from memory_engine.domain.search_plan import Ranking, SearchPlan, fused_ranking
 from memory_engine.errors import EmbeddingError, NotFound
 from memory_engine.ports.documents import DocumentRepository
 from memory_engine.ports.embedder import Embedder, EmbeddingKind, Vector
-from memory_engine.ports.entries import EntryChanges, EntryRepository
+from memory_engine.ports.entries import EntryChanges, EntryRepository, Replaced
 from memory_engine.ports.search import KnowledgeIndex
 
 NOW = datetime(2025, 5, 8, 12, 0, tzinfo=UTC)
@@ -113,7 +113,7 @@ class FakeEntries(EntryRepository):
             raise NotFound(f"memory entry {entry_id} not found")
         return self.entry
 
-    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
+    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> Replaced:
         self.changes.append(changes)
         self.entry = self.entry.model_copy(update=changes.fields)
-        return self.entry
+        return Replaced(self.entry)

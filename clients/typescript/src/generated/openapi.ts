@@ -633,7 +633,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a memory entry
-         * @description Removes it outright; 204.
+         * @description Removes it outright; a conversation turn's words also leave the `context` of the turns around it (and the vector of the turn after it, which read them, is embedded again); 204.
          */
         delete: operations["delete_v1_memory_entries__entry_id__delete"];
         options?: never;

@@ -21,7 +21,7 @@ from memory_engine.domain.requests import EntryCreateRequest
 from memory_engine.http.auth import require
 from memory_engine.http.responses import PageCursor, PageLimit, json_response, no_content
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, MemoryEntryPage, documented
-from memory_engine.services.memories import EntryReplacement, list_entries, replace_entry
+from memory_engine.services.memories import EntryReplacement, delete_entry, list_entries, replace_entry
 from memory_engine.services.write_entry import write_entry
 
 router = Router()
@@ -116,9 +116,12 @@ def replace(entry_id: str, body: Annotated[EntryReplacement, Body()]) -> Respons
     return json_response(replace_entry(container.entries, container.embedder, principal.project_id, entry_id, body))
 
 
-@router.delete("/v1/memory-entries/<entry_id>", summary="Delete a memory entry", description="Removes it outright; 204.",
+@router.delete("/v1/memory-entries/<entry_id>", summary="Delete a memory entry",
+               description="Removes it outright; a conversation turn's words also leave the `context` of the turns"
+               " around it (and the vector of the turn after it, which read them, is embedded again); 204.",
                responses=documented({204: (None, "deleted")}, *AUTHENTICATED, 404))
 def delete(entry_id: str) -> Response[Any]:
     principal = require(Scope.WRITE)
-    get_container().entries.delete(principal.project_id, entry_id)
+    c = get_container()
+    delete_entry(c.entries, c.embedder, principal.project_id, entry_id)
     return no_content()

@@ -17,13 +17,8 @@ from memory_engine.domain.auth import Scope
 from memory_engine.http.auth import require
 from memory_engine.http.responses import json_response
 from memory_engine.http.schemas import AUTHENTICATED, WITH_BODY, EntryBatchDeleteResult, EntryBatchResult, documented
-from memory_engine.services.write_batch import (
-    MAX_BATCH_ENTRIES,
-    EntryBatch,
-    EntryIdBatch,
-    delete_entries,
-    write_entries,
-)
+from memory_engine.services.memories import delete_entries
+from memory_engine.services.write_batch import MAX_BATCH_ENTRIES, EntryBatch, EntryIdBatch, write_entries
 
 router = Router()
 
@@ -57,6 +52,7 @@ def write_batch(body: Annotated[EntryBatch, Body()]) -> Response[Any]:
                responses=documented({200: (EntryBatchDeleteResult, "one result per id")}, *AUTHENTICATED, *WITH_BODY))
 def delete_batch(body: Annotated[EntryIdBatch, Body()]) -> Response[Any]:
     principal = require(Scope.WRITE)
-    results = delete_entries(get_container().entries, principal.project_id, body.ids)
+    c = get_container()
+    results = delete_entries(c.entries, c.embedder, principal.project_id, body.ids)
     deleted = sum(r.action == "deleted" for r in results)
     return json_response({"results": results, "deleted": deleted, "not_found": len(results) - deleted})

@@ -43,7 +43,8 @@ JSONL = "application/x-ndjson"
 def forget_route(body: Annotated[ForgetRequest, Body()]) -> Response[Any]:
     principal = require(Scope.WRITE)
     c = get_container()
-    return json_response(forget(c.lifecycle, c.event_publisher, principal.project_id, body))
+    return json_response(forget(c.lifecycle, c.event_publisher, principal.project_id, body, entries=c.entries,
+                                embedder=c.embedder))
 
 
 _EXPORT_RESPONSES: dict[int, OpenAPIResponse] = {

@@ -15,6 +15,7 @@ from memory_engine.domain.serialization import to_jsonable
 from memory_engine.errors import InvalidInput
 from memory_engine.mcp_server.backend import EngineBackend, Json
 from memory_engine.services.keys import authorize
+from memory_engine.services.memories import delete_entry
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -82,7 +83,7 @@ class InProcessBackend(EngineBackend):
 
     def delete_entry(self, entry_id: str) -> None:
         project_id = self._project(Scope.WRITE)
-        self.container.entries.delete(project_id, entry_id)
+        delete_entry(self.container.entries, self.container.embedder, project_id, entry_id)
 
     def create_document(self, body: Json) -> Json:
         from memory_engine.domain.requests import CreateTextDocument

@@ -44,6 +44,24 @@ class EntryChanges:
     entity_vectors: EntityVectors | None = None
 
 
+@dataclass(frozen=True)
+class Deletion:
+    """Entries deleted, and the conversation turns whose vector read one of them (the turn right
+    after a deleted turn embeds it as its context): cleared, to be embedded again
+    (:func:`memory_engine.services.memories.embed_cleared`)."""
+
+    deleted: frozenset[str] = frozenset()
+    cleared: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """An entry after a replacement, and the turns whose vector read its old text (as :class:`Deletion`)."""
+
+    entry: MemoryEntry
+    cleared: tuple[str, ...] = ()
+
+
 class MemoryRepository(Protocol):
     def create(
         self, project_id: str, *, name: str, description: str | None = None, tags: Sequence[str] = (),
@@ -129,15 +147,24 @@ class EntryRepository(Protocol):
     ) -> tuple[list[MemoryEntry], str | None]:
         """Newest first. Raises NotFound when ``memory_id`` is not in the project."""
         ...
-    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
-        """Replaces fields of a live entry under the memory's write lock.
+    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> Replaced:
+        """Replaces fields of a live entry under the memory's write lock; a turn's old line leaves the
+        contexts of the turns around it, as on :meth:`delete`.
         Raises NotFound, or Conflict when the entry is invalidated (history is immutable)."""
         ...
-    def delete(self, project_id: str, entry_id: str) -> None:
-        """Raises NotFound."""
+    def delete(self, project_id: str, entry_id: str) -> Deletion:
+        """Deletes the entry and takes a turn's words out of the contexts of the turns around it
+        (``adapters/postgres/entry_context.py``). Raises NotFound."""
         ...
-    def delete_many(self, project_id: str, entry_ids: Sequence[str]) -> set[str]:
-        """Deletes the project's entries among ``entry_ids``; returns the ids deleted (others: absent)."""
+    def delete_many(self, project_id: str, entry_ids: Sequence[str]) -> Deletion:
+        """Deletes the project's entries among ``entry_ids`` (others: absent), as :meth:`delete` does."""
+        ...
+    def uncovered(self, project_id: str, entry_ids: Sequence[str]) -> Sequence[tuple[str, str]]:
+        """``(id, text to embed)`` of those of ``entry_ids`` still without a vector (the text
+        ``memory-engine reembed`` embeds)."""
+        ...
+    def store_vectors(self, project_id: str, vectors: Sequence[tuple[str, Vector]]) -> int:
+        """Sets the vectors of entries still without one; returns how many were set."""
         ...
 
 

@@ -22,18 +22,28 @@ class ExpiryRepository(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Forgotten:
+    """``counts``: ``{entries, episodes, extraction_runs, entities}`` deleted; ``cleared``: the
+    turns left whose vector read a deleted turn (cleared, to be embedded again; ports.entries.Deletion)."""
+
+    counts: dict[str, int]
+    cleared: tuple[str, ...] = ()
+
+
 class ForgetRepository(Protocol):
     """Hard deletes of what came from a conversation or concerns an entity, scoped by project.
-    Each method runs in one transaction and returns ``{entries, episodes, extraction_runs,
-    entities}`` counts of the rows deleted (zeros when there was nothing left: idempotent)."""
+    Each method runs in one transaction and returns the counts of the rows deleted (zeros when
+    there was nothing left: idempotent); a deleted turn's words leave the contexts of the turns
+    around it (ports.entries.EntryRepository.delete)."""
 
-    def forget_conversation(self, project_id: str, conversation_id: str, *, memory_id: str | None) -> dict[str, int]:
+    def forget_conversation(self, project_id: str, conversation_id: str, *, memory_id: str | None) -> Forgotten:
         """Raises NotFound when ``memory_id`` is given and not in the project."""
         ...
-    def forget_entity(self, project_id: str, memory_id: str, entity: str) -> dict[str, int]:
+    def forget_entity(self, project_id: str, memory_id: str, entity: str) -> Forgotten:
         """``entity`` is a normalized entity name. Raises NotFound when the memory is not in the project."""
         ...
-    def purge_memory(self, project_id: str, memory_id: str) -> dict[str, int]:
+    def purge_memory(self, project_id: str, memory_id: str) -> Forgotten:
         """Deletes the memory and everything from it. Raises NotFound."""
         ...
 

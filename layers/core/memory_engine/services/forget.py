@@ -16,8 +16,11 @@ from pydantic import BaseModel, Field
 from memory_engine import constants as c
 from memory_engine.domain.entities import normalize_entity_name
 from memory_engine.domain.requests import ForgetRequest
+from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.entries import EntryRepository
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.lifecycle import ForgetRepository
+from memory_engine.services.memories import embed_cleared
 
 logger = logging.getLogger(__name__)
 
@@ -33,22 +36,25 @@ class ForgetResult(BaseModel):
     deleted: ForgetCounts
 
 
-def forget(repo: ForgetRepository, publisher: EventPublisher, project_id: str, request: ForgetRequest) -> ForgetResult:
-    """Raises NotFound when ``memory_id`` is not in the project."""
+def forget(repo: ForgetRepository, publisher: EventPublisher, project_id: str, request: ForgetRequest, *,
+           entries: EntryRepository, embedder: Embedder) -> ForgetResult:
+    """Raises NotFound when ``memory_id`` is not in the project. The turns left next to a deleted
+    turn no longer hold its words (services.memories.delete_entry)."""
     if request.conversation_id is not None:
-        counts = repo.forget_conversation(project_id, request.conversation_id, memory_id=request.memory_id)
+        done = repo.forget_conversation(project_id, request.conversation_id, memory_id=request.memory_id)
         scope: dict[str, Any] = {"conversation_id": request.conversation_id, "memory_id": request.memory_id}
     else:
         assert request.memory_id is not None and request.entity is not None
-        counts = repo.forget_entity(project_id, request.memory_id, normalize_entity_name(request.entity))
+        done = repo.forget_entity(project_id, request.memory_id, normalize_entity_name(request.entity))
         scope = {"memory_id": request.memory_id, "entity": request.entity}
-    _publish(publisher, project_id, scope, counts)
-    return ForgetResult(deleted=ForgetCounts(**counts))
+    embed_cleared(entries, embedder, project_id, done.cleared)
+    _publish(publisher, project_id, scope, done.counts)
+    return ForgetResult(deleted=ForgetCounts(**done.counts))
 
 
 def purge_memory(repo: ForgetRepository, publisher: EventPublisher, project_id: str, memory_id: str) -> ForgetResult:
     """The memory and everything from it. Raises NotFound (also on a repeat: it is gone)."""
-    counts = repo.purge_memory(project_id, memory_id)
+    counts = repo.purge_memory(project_id, memory_id).counts  # no turn of the memory is left to hold its words
     _publish(publisher, project_id, {"memory_id": memory_id, "purge": True}, {**counts, "memories": 1})
     return ForgetResult(deleted=ForgetCounts(**counts))
 

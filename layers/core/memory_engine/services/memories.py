@@ -6,6 +6,7 @@ module is the rest of the CRUD surface. Every function is scoped by ``project_id
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,10 +28,13 @@ from memory_engine.domain.entries import (
 from memory_engine.domain.globs import tag_filter
 from memory_engine.domain.requests import MemoryFields
 from memory_engine.domain.validation import Float, JsonObject, Text, Timestamp, ValidityWindow, validity_window_problem
-from memory_engine.errors import InvalidInput
+from memory_engine.errors import EmbeddingError, InvalidInput
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntityVectors, EntryChanges, EntryRepository, MemoryRepository
+from memory_engine.services.write_batch import DeletedItem
 from memory_engine.services.write_entry import embed_fact
+
+logger = logging.getLogger(__name__)
 
 
 def create_memory(memories: MemoryRepository, project_id: str, fields: MemoryFields) -> Memory:
@@ -132,4 +136,45 @@ def replace_entry(
         speaker = turn_speaker(subject, current.source_conversation_id, current.source_type)
         embedding, vectors, _ = embed_fact(embedder, fields.get("content", current.content), links, speaker=speaker)
     changes = EntryChanges(fields=fields, embedding=embedding, reembed=reembed, links=links, entity_vectors=vectors)
-    return entries.replace(project_id, entry_id, changes)
+    done = entries.replace(project_id, entry_id, changes)
+    embed_cleared(entries, embedder, project_id, done.cleared)
+    return done.entry
+
+
+def delete_entry(entries: EntryRepository, embedder: Embedder, project_id: str, entry_id: str) -> None:
+    """Deletes the entry; a conversation turn's words leave the turns around it, and the vector of
+    the turn after it, which read it, is embedded again (:func:`embed_cleared`). Raises NotFound."""
+    embed_cleared(entries, embedder, project_id, entries.delete(project_id, entry_id).cleared)
+
+
+def embed_cleared(entries: EntryRepository, embedder: Embedder, project_id: str, entry_ids: Sequence[str]) -> int:
+    """Embeds the entries among ``entry_ids`` left without a vector by a deletion (the text
+    ``memory-engine reembed`` embeds: the turn's line, not its neighbours); returns how many.
+    Best-effort: when the model fails they stay without one (never with the deleted turn's
+    words) until ``memory-engine reembed``, and the deletion stands."""
+    texts = entries.uncovered(project_id, entry_ids) if entry_ids else []
+    if not texts:
+        return 0
+    try:
+        vectors = embedder.embed_documents([text for _, text in texts])
+    except EmbeddingError as exc:
+        logger.warning("%d entries left without a vector after a deletion (memory-engine reembed repairs them): %s",
+                       len(texts), exc)
+        return 0
+    return entries.store_vectors(project_id, [(row_id, vector) for (row_id, _), vector in zip(texts, vectors, strict=True)])
+
+
+def delete_entries(repo: EntryRepository, embedder: Embedder, project_id: str, entry_ids: Sequence[str]) -> list[DeletedItem]:
+    """Deletes the project's entries among ``entry_ids`` (one transaction; a turn's words leave the
+    turns around it, services.memories.delete_entry); another project's id, or one already gone,
+    answers ``not_found`` (so retrying is safe)."""
+    done = repo.delete_many(project_id, list(dict.fromkeys(entry_ids)))
+    embed_cleared(repo, embedder, project_id, done.cleared)
+    deleted = done.deleted
+    seen: set[str] = set()
+    out = []
+    for index, entry_id in enumerate(entry_ids):
+        first = entry_id not in seen
+        seen.add(entry_id)
+        out.append(DeletedItem(index=index, id=entry_id, action="deleted" if first and entry_id in deleted else "not_found"))
+    return out

@@ -384,16 +384,3 @@ def _prefetch(
         if min(hi, len(per_item)) > lo:
             ends.add(positions[min(hi, len(per_item)) - 1] + 1)
     return PrefetchedEmbedder(embedder, slices), ends
-
-
-def delete_entries(repo: EntryRepository, project_id: str, entry_ids: Sequence[str]) -> list[DeletedItem]:
-    """Deletes the project's entries among ``entry_ids`` (one statement); another project's id,
-    or one already gone, answers ``not_found`` (so retrying is safe)."""
-    deleted = repo.delete_many(project_id, list(dict.fromkeys(entry_ids)))
-    seen: set[str] = set()
-    out = []
-    for index, entry_id in enumerate(entry_ids):
-        first = entry_id not in seen
-        seen.add(entry_id)
-        out.append(DeletedItem(index=index, id=entry_id, action="deleted" if first and entry_id in deleted else "not_found"))
-    return out

@@ -5,8 +5,11 @@ before imports embedded every window, or windowed by migration 0009 from its one
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from memory_engine.adapters.postgres.database import Database
+import psycopg
+
+from memory_engine.adapters.postgres.database import Database, Row
 from memory_engine.adapters.postgres.entry_sql import role_rank
 from memory_engine.adapters.postgres.episodes import write_windows
 from memory_engine.domain.entities import embedding_text
@@ -37,6 +40,23 @@ _MISSING = {table: "t.embedding IS NULL" for table in REPAIRABLE_TABLES} | {
 }
 
 
+def _texts(table: str, rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """``(id, text to embed)`` of rows read with :data:`_TEXT`."""
+    if table == "episodes":  # windows are spans of the transcript as stored
+        return [(r["id"], r["content"]) for r in rows]
+    return [(r["id"], embedding_text(r["content"], r["anchor"], speaker=r["speaker"])) for r in rows]
+
+
+def missing_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """``(id, text to embed)`` of the project's entries among ``entry_ids`` that have no vector."""
+    rows = conn.execute(
+        f"SELECT t.id, {_TEXT['memory_entries']} FROM memory_entries t"  # noqa: S608 - fixed fragments; values are bound parameters
+        " WHERE t.embedding IS NULL AND t.project_id = %s AND t.id = ANY(%s::text[]) ORDER BY t.id",
+        (project_id, list(entry_ids)),
+    ).fetchall()
+    return _texts("memory_entries", rows)
+
+
 def _check(table: str) -> str:
     if table not in REPAIRABLE_TABLES:
         raise ValueError(f"not a repairable table: {table}")
@@ -59,9 +79,7 @@ class PostgresEmbeddingRepair:
                 f" WHERE {_MISSING[table]} AND (%(after)s::text IS NULL OR t.id > %(after)s) ORDER BY t.id LIMIT %(n)s",
                 {"after": after_id, "n": limit},
             ).fetchall()
-        if table == "episodes":  # windows are spans of the transcript as stored
-            return [(r["id"], r["content"]) for r in rows]
-        return [(r["id"], embedding_text(r["content"], r["anchor"], speaker=r["speaker"])) for r in rows]
+        return _texts(table, rows)
 
     def store(self, table: str, vectors: Sequence[tuple[str, Vector]]) -> int:
         if table == "episodes":

@@ -10,6 +10,8 @@ from typing import Any
 import psycopg
 
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.embedding_repair import missing_entries
+from memory_engine.adapters.postgres.entry_context import GONE, delete_entries, forget_lines
 from memory_engine.adapters.postgres.entry_sql import (
     ENTRY_SELECT,
     entry_from_row,
@@ -29,14 +31,17 @@ from memory_engine.adapters.postgres.entry_writes import (
 )
 from memory_engine.adapters.postgres.paging import newest_first
 from memory_engine.domain.cursor import Cursor
-from memory_engine.domain.entries import MemoryEntry
+from memory_engine.domain.entries import MemoryEntry, turn_text
 from memory_engine.errors import Conflict, NotFound
+from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import (
     Comparisons,
+    Deletion,
     EntityVectors,
     EntryChanges,
     EntryInsert,
     EntryRead,
+    Replaced,
     ShortlistRequest,
 )
 
@@ -111,7 +116,7 @@ class PostgresEntryRepository:
                                        limit=limit, cursor=cursor, alias="e")
         return [entry_from_row(r) for r in rows], after
 
-    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> MemoryEntry:
+    def replace(self, project_id: str, entry_id: str, changes: EntryChanges) -> Replaced:
         with self._db.connection() as conn:
             found = conn.execute(
                 "SELECT memory_id FROM memory_entries WHERE id = %s AND project_id = %s", (entry_id, project_id)
@@ -120,7 +125,7 @@ class PostgresEntryRepository:
                 raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
             lock_memory(conn, project_id, found["memory_id"], self._ef_search)
             current = conn.execute(
-                "SELECT invalidated_at FROM memory_entries WHERE id = %s AND project_id = %s FOR UPDATE",
+                f"SELECT invalidated_at, {GONE} FROM memory_entries WHERE id = %s AND project_id = %s FOR UPDATE",  # noqa: S608 - a fixed column list; values are bound parameters
                 (entry_id, project_id),
             ).fetchone()
             if current is None:
@@ -141,6 +146,10 @@ class PostgresEntryRepository:
                 f"UPDATE memory_entries SET {sets} WHERE id = %(id)s AND project_id = %(p)s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 {**fields, "id": entry_id, "p": project_id},
             )
+            # a turn's old line leaves the turns around it, which read its new one instead
+            was = turn_text(current["subject"], current["content"])
+            now = turn_text(fields.get("subject", current["subject"]), fields.get("content", current["content"]))
+            cleared = forget_lines(conn, project_id, [current]) if now != was else []
             if changes.links is not None:
                 conn.execute("DELETE FROM entry_entities WHERE entry_id = %s", (entry_id,))
                 if changes.links:
@@ -150,21 +159,31 @@ class PostgresEntryRepository:
                 (entry_id, project_id),
             ).fetchone()
         assert row is not None
-        return entry_from_row(row)
+        return Replaced(entry_from_row(row), tuple(cleared))
 
-    def delete(self, project_id: str, entry_id: str) -> None:
-        with self._db.connection() as conn:
-            cur = conn.execute("DELETE FROM memory_entries WHERE id = %s AND project_id = %s", (entry_id, project_id))
-            if cur.rowcount == 0:
-                raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
+    def delete(self, project_id: str, entry_id: str) -> Deletion:
+        done = self.delete_many(project_id, [entry_id])
+        if not done.deleted:
+            raise NotFound(f"memory entry {entry_id} not found", details={"entry_id": entry_id})
+        return done
 
-    def delete_many(self, project_id: str, entry_ids: Sequence[str]) -> set[str]:
+    def delete_many(self, project_id: str, entry_ids: Sequence[str]) -> Deletion:
         with self._db.connection() as conn:
-            rows = conn.execute(
-                "DELETE FROM memory_entries WHERE project_id = %s AND id = ANY(%s::text[]) RETURNING id",
-                (project_id, list(entry_ids)),
-            ).fetchall()
-        return {str(r["id"]) for r in rows}
+            return delete_entries(conn, project_id, entry_ids)
+
+    def uncovered(self, project_id: str, entry_ids: Sequence[str]) -> Sequence[tuple[str, str]]:
+        if not entry_ids:
+            return []
+        with self._db.connection() as conn:
+            return missing_entries(conn, project_id, entry_ids)
+
+    def store_vectors(self, project_id: str, vectors: Sequence[tuple[str, Vector]]) -> int:
+        if not vectors:
+            return 0
+        with self._db.connection() as conn, conn.cursor() as cur:
+            cur.executemany("UPDATE memory_entries SET embedding = %s WHERE id = %s AND project_id = %s AND embedding IS NULL",
+                            [(vector, row_id, project_id) for row_id, vector in vectors])
+            return max(cur.rowcount, 0)
 
 
 class _SharedTransactionEntries(PostgresEntryRepository):

@@ -14,8 +14,11 @@ from typing import Any
 import psycopg
 
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.entry_context import delete_entries, lock_memories
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF
 from memory_engine.errors import NotFound
+from memory_engine.ports.entries import Deletion
+from memory_engine.ports.lifecycle import Forgotten
 
 #: Rows per page when streaming an export (a server-side cursor: memory use is one page).
 EXPORT_PAGE = 500
@@ -32,27 +35,19 @@ def _counts(entries: int = 0, episodes: int = 0, runs: int = 0, entities: int = 
     return {"entries": entries, "episodes": episodes, "extraction_runs": runs, "entities": entities}
 
 
-def _lock(conn: psycopg.Connection[Any], memory_ids: list[str]) -> None:
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(h) FROM (SELECT hashtextextended(id, 0) AS h FROM unnest(%s::text[]) AS m(id)"
-        " ORDER BY id) locks", (sorted(set(memory_ids)),),
-    ).fetchall()
-
-
 def _memory_exists(conn: psycopg.Connection[Any], project_id: str, memory_id: str) -> None:
     if conn.execute("SELECT 1 FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id)).fetchone() is None:
         raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
 
 
-def _delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: list[str]) -> tuple[int, list[str]]:
-    """Deletes the entries; returns (how many, the entities they linked)."""
+def _delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: list[str]) -> tuple[Deletion, list[str]]:
+    """Deletes the entries (their words leaving the turns around them, entry_context.py); returns
+    the deletion and the entities they linked."""
     if not entry_ids:
-        return 0, []
+        return Deletion(), []
     entity_ids = [r["entity_id"] for r in conn.execute(
         "SELECT DISTINCT entity_id FROM entry_entities WHERE entry_id = ANY(%s::text[])", (entry_ids,)).fetchall()]
-    deleted = conn.execute("DELETE FROM memory_entries WHERE project_id = %s AND id = ANY(%s::text[])",
-                           (project_id, entry_ids)).rowcount
-    return deleted, entity_ids
+    return delete_entries(conn, project_id, entry_ids), entity_ids
 
 
 def _delete_orphans(conn: psycopg.Connection[Any], project_id: str, entity_ids: list[str]) -> int:
@@ -70,7 +65,7 @@ class PostgresLifecycle:
 
     # --- forgetting ---
 
-    def forget_conversation(self, project_id: str, conversation_id: str, *, memory_id: str | None) -> dict[str, int]:
+    def forget_conversation(self, project_id: str, conversation_id: str, *, memory_id: str | None) -> Forgotten:
         in_memory = " AND memory_id = %(m)s" if memory_id is not None else ""
         params = {"p": project_id, "c": conversation_id, "m": memory_id}
         with self._db.connection() as conn:
@@ -80,11 +75,11 @@ class PostgresLifecycle:
                 "SELECT DISTINCT memory_id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 f"{in_memory} UNION SELECT DISTINCT memory_id FROM episodes WHERE project_id = %(p)s"
                 f" AND conversation_id = %(c)s AND memory_id IS NOT NULL{in_memory}", params).fetchall()]
-            _lock(conn, memories)
+            lock_memories(conn, memories)
             entry_ids = [r["id"] for r in conn.execute(
                 f"SELECT id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s{in_memory}",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 params).fetchall()]
-            entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids)
             runs = conn.execute(
                 f"DELETE FROM extraction_runs WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).rowcount
@@ -92,21 +87,21 @@ class PostgresLifecycle:
                 f"DELETE FROM episodes WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).rowcount
             entities = _delete_orphans(conn, project_id, entity_ids)
-        return _counts(entries, episodes, runs, entities)
+        return Forgotten(_counts(len(deletion.deleted), episodes, runs, entities), deletion.cleared)
 
-    def forget_entity(self, project_id: str, memory_id: str, entity: str) -> dict[str, int]:
+    def forget_entity(self, project_id: str, memory_id: str, entity: str) -> Forgotten:
         with self._db.connection() as conn:
             _memory_exists(conn, project_id, memory_id)
-            _lock(conn, [memory_id])
+            lock_memories(conn, [memory_id])
             found = conn.execute("SELECT id, display_name FROM entities WHERE project_id = %s AND name = %s",
                                  (project_id, entity)).fetchone()
             if found is None:
-                return _counts()
+                return Forgotten(_counts())
             entry_ids = [r["id"] for r in conn.execute(
                 "SELECT e.id FROM memory_entries e JOIN entry_entities l ON l.entry_id = e.id"
                 " WHERE e.project_id = %s AND e.memory_id = %s AND l.entity_id = %s", (project_id, memory_id, found["id"]),
             ).fetchall()]
-            entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids)
             # the turns that name the entity (word boundaries, any case) and the runs that read them
             pattern = r"\m" + re.sub(r"([^\w\s])", r"\\\1", entity) + r"\M"
             episode_ids = [r["id"] for r in conn.execute(
@@ -117,22 +112,22 @@ class PostgresLifecycle:
             episodes = conn.execute("DELETE FROM episodes WHERE project_id = %s AND id = ANY(%s::text[])",
                                     (project_id, episode_ids)).rowcount if episode_ids else 0
             entities = _delete_orphans(conn, project_id, sorted({*entity_ids, found["id"]}))
-        return _counts(entries, episodes, runs, entities)
+        return Forgotten(_counts(len(deletion.deleted), episodes, runs, entities), deletion.cleared)
 
-    def purge_memory(self, project_id: str, memory_id: str) -> dict[str, int]:
+    def purge_memory(self, project_id: str, memory_id: str) -> Forgotten:
         with self._db.connection() as conn:
             _memory_exists(conn, project_id, memory_id)
-            _lock(conn, [memory_id])
+            lock_memories(conn, [memory_id])
             entry_ids = [r["id"] for r in conn.execute(
                 "SELECT id FROM memory_entries WHERE project_id = %s AND memory_id = %s", (project_id, memory_id)).fetchall()]
-            entries, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids)
             runs = conn.execute("DELETE FROM extraction_runs WHERE project_id = %s AND memory_id = %s",
                                 (project_id, memory_id)).rowcount
             episodes = conn.execute("DELETE FROM episodes WHERE project_id = %s AND memory_id = %s",
                                     (project_id, memory_id)).rowcount
             conn.execute("DELETE FROM memories WHERE id = %s AND project_id = %s", (memory_id, project_id))
             entities = _delete_orphans(conn, project_id, entity_ids)
-        return _counts(entries, episodes, runs, entities)
+        return Forgotten(_counts(len(deletion.deleted), episodes, runs, entities), deletion.cleared)
 
     # --- export reads ---
 
