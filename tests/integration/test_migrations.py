@@ -86,3 +86,30 @@ def test_a_fact_or_chunk_wider_than_two_kilobytes_keeps_its_vector_in_its_row(em
                                f" FROM {table} t, pg_class c WHERE c.relname = %s", (table,)).fetchone()
             assert row is not None and row[0] > 2100, (table, row)
             assert row[1] == 0, (table, row)
+
+
+def test_turns_recorded_before_0013_read_the_turns_around_them(empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a database at migration 0012 holding a conversation's turns (no context then)
+    from memory_engine.adapters.postgres import migrations
+
+    every = load_migrations()
+    monkeypatch.setattr(migrations, "load_migrations", lambda: [m for m in every if m.version <= 12])
+    migrate(empty_database_url, embedding_dim=384)
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute("INSERT INTO projects (id, name) VALUES ('p', 'p')")
+        conn.execute("INSERT INTO memories (id, project_id, name) VALUES ('m', 'p', 'm')")
+        for i, text in enumerate(("user: the plumber came", "assistant: on Tuesday", "user: thanks")):
+            conn.execute("INSERT INTO episodes (id, project_id, memory_id, conversation_id, occurred_at, transcript)"
+                         " VALUES (%s, 'p', 'm', 'c', timestamptz '2024-03-01 10:00+00' + %s * interval '1 minute', %s)",
+                         (f"e{i}", i, text))
+        conn.execute("INSERT INTO episodes (id, project_id, memory_id, transcript) VALUES ('alone', 'p', 'm', 'user: hi')")
+    # When 0013 is applied
+    monkeypatch.setattr(migrations, "load_migrations", lambda: every)
+    assert [name for name in migrate(empty_database_url, embedding_dim=384) if name.startswith("0013")]
+    # Then each turn reads the turn before and after it, searchable as the second field
+    with psycopg.connect(empty_database_url) as conn:
+        contexts = dict(conn.execute("SELECT id, context FROM episodes").fetchall())
+        found = {r[0] for r in conn.execute("SELECT id FROM episodes WHERE search_tsv @@ to_tsquery('english', 'plumber')")}
+    assert contexts == {"e0": "assistant: on Tuesday", "e1": "user: the plumber came\nuser: thanks",
+                        "e2": "assistant: on Tuesday", "alone": None}, contexts
+    assert found == {"e0", "e1"}

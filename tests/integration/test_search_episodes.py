@@ -213,3 +213,30 @@ def test_a_turn_that_opens_with_its_speaker_is_about_that_speaker(api: ApiClient
     # and a question naming the other speaker puts her turn first
     body = search(api, query="What did Melanie paint?", memory_ids=[memory], include=["episodes"], min_score=0)
     assert ranked(body)[0] == other, body
+
+
+def test_a_short_reply_is_found_by_the_turn_it_answers(api: ApiClient) -> None:
+    # Given a reply that holds none of the question's words, after the turn that asked
+    memory = str(api.post("/v1/memories", {"name": "plumbing"}).json["id"])
+    question, reply, later = record(api, memory, "conv-q", [
+        {"turn_id": "q-1", "role": "user", "content": "Which day did the plumber fix the boiler?",
+         "occurred_at": "2024-03-01T10:00:00Z"},
+        {"turn_id": "q-2", "role": "assistant", "content": "Tuesday, at nine.", "occurred_at": "2024-03-01T10:01:00Z"},
+        {"turn_id": "q-3", "role": "user", "content": "Thanks, noted.", "occurred_at": "2024-03-01T10:02:00Z"},
+    ])
+    keyword = {"query": "plumber boiler", "memory_ids": [memory], "include": ["episodes"], "signals": ["keyword"],
+               "min_score": 0}
+    def listed(body: dict[str, Any]) -> dict[str, int]:
+        """The episodes the keyword list holds, by rank (the page also holds their neighbours)."""
+        return {r["id"]: r["signal_ranks"]["keyword"] for r in episodes_of(body) if "keyword" in r["signal_ranks"]}
+
+    ranks = listed(search(api, **keyword))
+    # Then the keyword signal finds the reply by the turn before it (its context, at half weight),
+    # below the turn that holds the words itself
+    assert ranks == {question: 1, reply: 2}, ranks
+    # When the question is deleted, its words leave the turns around it
+    assert api.delete(f"/v1/memories/{memory}/turns/q-1").status == 204
+    assert listed(search(api, **keyword)) == {}
+    # and the turns left read the turns around them now
+    body = search(api, query="nine", memory_ids=[memory], include=["episodes"], signals=["keyword"], min_score=0)
+    assert set(listed(body)) == {reply, later}, body

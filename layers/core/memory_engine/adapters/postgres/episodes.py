@@ -10,6 +10,8 @@ from psycopg.types.json import Jsonb
 
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.entry_context import lock_memories
+from memory_engine.adapters.postgres.episode_context import delete_turns, refresh
 from memory_engine.domain.cursor import Cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
@@ -91,7 +93,10 @@ class PostgresEpisodeRepository:
     def store(self, episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> tuple[Episode, bool]:
         """Raises NotFound when the memory is not in the project."""
         with self._db.connection() as conn, conn.transaction():
+            lock_memories(conn, [episode.memory_id] if episode.memory_id else [])
             row = _insert(conn, episode, windows)
+            if row is not None:
+                refresh(conn, episode.project_id, [row["id"]], neighbours=True)
         if row is not None:
             return _episode(row), True
         existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
@@ -132,6 +137,7 @@ class PostgresEpisodeRepository:
         """One transaction; raises NotFound when the memory is not in the project."""
         out: list[tuple[Episode, bool]] = []
         with self._db.connection() as conn, conn.transaction():
+            lock_memories(conn, [episode.memory_id for episode in episodes if episode.memory_id])
             for episode, own in zip(episodes, windows, strict=True):
                 row = _insert(conn, episode, own)
                 if row is not None:
@@ -143,6 +149,8 @@ class PostgresEpisodeRepository:
                 if existing is None:
                     raise NotFound(f"memory {episode.memory_id} not found")
                 out.append((_episode(existing), False))
+            if episodes:  # the new turns and the turns around them read their neighbours
+                refresh(conn, episodes[0].project_id, [ep.id for ep, new in out if new], neighbours=True)
         return out
 
     def list_turns(
@@ -165,12 +173,10 @@ class PostgresEpisodeRepository:
     def delete_turns(self, project_id: str, memory_id: str, *, conversation_id: str | None = None,
                      turn_id: str | None = None) -> int:
         with self._db.connection() as conn:
-            deleted = conn.execute(
-                "DELETE FROM episodes WHERE project_id = %(p)s AND memory_id = %(m)s"
-                " AND (%(c)s::text IS NULL OR conversation_id = %(c)s) AND (%(t)s::text IS NULL OR turn_id = %(t)s)",
-                {"p": project_id, "m": memory_id, "c": conversation_id, "t": turn_id},
-            ).rowcount
-        return int(deleted)
+            lock_memories(conn, [memory_id])
+            return delete_turns(conn, project_id, "memory_id = %(m)s AND (%(c)s::text IS NULL OR conversation_id = %(c)s)"
+                                " AND (%(t)s::text IS NULL OR turn_id = %(t)s)",
+                                {"m": memory_id, "c": conversation_id, "t": turn_id})
 
     def search_similar(
         self, project_id: str, embedding: Vector, *, memory_ids: Sequence[str] | None = None, limit: int = 10

@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_sql import vector_text
+from memory_engine.adapters.postgres.episode_context import refresh
 from memory_engine.adapters.postgres.episodes import write_windows
 from memory_engine.domain.entries import Memory
 from memory_engine.errors import NotFound
@@ -127,7 +128,7 @@ class PostgresImporter:
         """Returns how many were stored (an event id the project already has is skipped)."""
         if not episodes:
             return 0
-        stored = 0
+        stored_ids: list[str] = []
         with self._connection() as conn:
             for ep in episodes:
                 row = conn.execute(
@@ -141,8 +142,9 @@ class PostgresImporter:
                 ).fetchone()
                 if row is not None:
                     write_windows(conn, row, ep.windows)
-                    stored += 1
-        return stored
+                    stored_ids.append(str(row["id"]))
+            refresh(conn, project_id, stored_ids, neighbours=True)  # each turn reads the turns around it
+        return len(stored_ids)
 
 
 def _entry_row(project_id: str, memory_id: str, item: ImportedEntry) -> tuple[Any, ...]:

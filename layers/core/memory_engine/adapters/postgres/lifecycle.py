@@ -16,6 +16,7 @@ import psycopg
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_context import delete_entries, lock_memories
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF
+from memory_engine.adapters.postgres.episode_context import delete_turns
 from memory_engine.errors import NotFound
 from memory_engine.ports.entries import Deletion
 from memory_engine.ports.lifecycle import Forgotten
@@ -109,8 +110,8 @@ class PostgresLifecycle:
                 (project_id, memory_id, pattern)).fetchall()]
             runs = conn.execute("DELETE FROM extraction_runs WHERE project_id = %s AND episode_id = ANY(%s::text[])",
                                 (project_id, episode_ids)).rowcount if episode_ids else 0
-            episodes = conn.execute("DELETE FROM episodes WHERE project_id = %s AND id = ANY(%s::text[])",
-                                    (project_id, episode_ids)).rowcount if episode_ids else 0
+            # the turns around them read their neighbours again (episode_context.py)
+            episodes = delete_turns(conn, project_id, "id = ANY(%(ids)s::text[])", {"ids": episode_ids})
             entities = _delete_orphans(conn, project_id, sorted({*entity_ids, found["id"]}))
         return Forgotten(_counts(len(deletion.deleted), episodes, runs, entities), deletion.cleared)
 

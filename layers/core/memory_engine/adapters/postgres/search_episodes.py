@@ -3,7 +3,8 @@
 
 An episode is in scope when its memory is (the memory ids, or a memory whose own tags match: an
 episode has no tags of its own) and, with ``as_of``, when it was said by then. Its keyword signal
-is BM25 over the whole transcript (``search_tokens``, migration 0009; no context field); its
+is BM25F over the whole transcript (``search_tokens``, migration 0009) and, as a second field, the
+turns around it (``context``, migration 0013, kept by ``episode_context.py``); its
 vector signal is its best window (table ``episode_windows``: vectors over windows that cover the
 whole turn, :func:`memory_engine.domain.turns.window_spans`), and that window's text is what a
 result shows as ``content``. Neighbours are the turns before and after it in its conversation.
@@ -60,7 +61,7 @@ _PASSAGE = (
 
 EPISODES: Final = SearchTable(
     SOURCE, "episodes", "ep", from_sql="episodes ep", row_columns=_ROW_COLUMNS, owners=("ep",),
-    row_from=f"episodes ep {_PASSAGE}", cosine=BEST_COSINE,
+    row_from=f"episodes ep {_PASSAGE}", cosine=BEST_COSINE, context=True,
 )
 
 #: A turn's place in its conversation (as the turns endpoint lists them).
