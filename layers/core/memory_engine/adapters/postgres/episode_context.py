@@ -16,6 +16,7 @@ from typing import Any, Final
 import psycopg
 
 from memory_engine.domain.entries import CONTEXT_TURN_CHARS, MAX_CONTEXT_CHARS
+from memory_engine.ports.episodes import NewEpisode
 
 _AT = "coalesce({a}.occurred_at, {a}.created_at)"
 
@@ -47,6 +48,39 @@ _REFRESH: Final = (
 )
 
 _AROUND: Final = f"SELECT b.id AS before_id, a.id AS after_id {_TURNS}"
+
+
+#: The last turn of a conversation (the ``_AT`` order), with its place.
+_LAST: Final = (
+    f"SELECT id, transcript, {_AT.format(a='e')} AS at FROM episodes e WHERE e.memory_id = %s AND e.conversation_id = %s"  # noqa: S608 - module constants; values are bound parameters
+    f" ORDER BY {_AT.format(a='e')} DESC, e.id DESC LIMIT 1"
+)
+
+
+def joined(before: str | None, after: str | None) -> str | None:
+    """A turn's context from the transcripts of the turns around it: what :data:`_CONTEXT` computes."""
+    parts = [text[:CONTEXT_TURN_CHARS] for text in (before, after) if text is not None]
+    return "\n".join(parts)[:MAX_CONTEXT_CHARS] or None
+
+
+def appended(conn: psycopg.Connection[Any], episodes: Sequence[NewEpisode]) -> tuple[dict[str, str | None], str | None] | None:
+    """When ``episodes`` (their ids given) are turns of one conversation that all come after its last
+    stored turn, as a conversation is usually recorded: each one's context, written with its row
+    (so a row is not written twice), and the id of that last turn, which gains the first of them as
+    the turn after it; None otherwise (the caller then refreshes the turns once they are stored)."""
+    if not episodes or len({(e.memory_id, e.conversation_id) for e in episodes}) != 1:
+        return None
+    if any(e.id is None or e.conversation_id is None or e.memory_id is None or e.occurred_at is None for e in episodes):
+        return None
+    batch = sorted(episodes, key=lambda e: (e.occurred_at, e.id or ""))
+    last = conn.execute(_LAST, (batch[0].memory_id, batch[0].conversation_id)).fetchone()
+    if last is not None and (last["at"], last["id"]) >= (batch[0].occurred_at, batch[0].id):
+        return None
+    contexts = {}
+    for i, episode in enumerate(batch):
+        before = batch[i - 1].transcript if i else (last["transcript"] if last is not None else None)
+        contexts[episode.id or ""] = joined(before, batch[i + 1].transcript if i + 1 < len(batch) else None)
+    return contexts, (str(last["id"]) if last is not None else None)
 
 
 def around(conn: psycopg.Connection[Any], project_id: str, episode_ids: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_context import lock_memories
-from memory_engine.adapters.postgres.episode_context import delete_turns, refresh
+from memory_engine.adapters.postgres.episode_context import appended, delete_turns, refresh
 from memory_engine.domain.cursor import Cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
@@ -42,16 +42,16 @@ def _episode(row: dict[str, Any]) -> Episode:
     )
 
 
-def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> Any:
-    """The episode's row with its vector ``windows``, or None when its event was stored before
-    (idempotent by ``event_id``) or the memory is not in the project."""
+def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[EpisodeWindow], context: str | None = None) -> Any:
+    """The episode's row with its vector ``windows`` (and ``context``, episode_context.py), or None
+    when its event was stored before (idempotent by ``event_id``) or the memory is not in the project."""
     embedding = windows[0].embedding if windows else None
     row = conn.execute(
         f"""
         INSERT INTO episodes (id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at,
-                              transcript, messages, embedding)
+                              transcript, messages, embedding, context)
         SELECT %(id)s, %(project_id)s, m.id, %(conversation_id)s, %(turn_id)s, %(event_id)s,
-               %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s
+               %(occurred_at)s, %(transcript)s, %(messages)s, %(embedding)s, %(context)s
           FROM memories m WHERE m.id = %(memory_id)s AND m.project_id = %(project_id)s
         ON CONFLICT (project_id, event_id) WHERE event_id IS NOT NULL DO NOTHING
         RETURNING {_COLUMNS}
@@ -61,6 +61,7 @@ def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[Episod
             "conversation_id": episode.conversation_id, "turn_id": episode.turn_id,
             "event_id": episode.event_id, "occurred_at": episode.occurred_at,
             "transcript": episode.transcript, "messages": Jsonb(episode.messages), "embedding": embedding,
+            "context": context,
         },
     ).fetchone()
     if row is not None:
@@ -138,8 +139,9 @@ class PostgresEpisodeRepository:
         out: list[tuple[Episode, bool]] = []
         with self._db.connection() as conn, conn.transaction():
             lock_memories(conn, [episode.memory_id for episode in episodes if episode.memory_id])
+            fast = appended(conn, episodes)
             for episode, own in zip(episodes, windows, strict=True):
-                row = _insert(conn, episode, own)
+                row = _insert(conn, episode, own, fast[0].get(episode.id or "") if fast else None)
                 if row is not None:
                     out.append((_episode(row), True))
                     continue
@@ -149,7 +151,9 @@ class PostgresEpisodeRepository:
                 if existing is None:
                     raise NotFound(f"memory {episode.memory_id} not found")
                 out.append((_episode(existing), False))
-            if episodes:  # the new turns and the turns around them read their neighbours
+            if fast and all(new for _, new in out):  # appended with their contexts: the turn before them gains the first
+                refresh(conn, episodes[0].project_id, [fast[1]] if fast[1] else [], neighbours=False)
+            elif episodes:  # the new turns and the turns around them read their neighbours
                 refresh(conn, episodes[0].project_id, [ep.id for ep, new in out if new], neighbours=True)
         return out
 
