@@ -1,9 +1,11 @@
 """An episode's ``context``: the transcripts of the turns around it in its conversation (migration
 0013), BM25F's second field of the keyword signal, as a fact's context is.
 
-It is derived, never sent: whenever turns are stored (:func:`refresh`, with their neighbours) or
-deleted (:func:`delete_turns`: the turns that were around them), the affected turns read their
-neighbours again, so a deleted turn's words never stay in another turn. A turn's place is
+It is derived, never sent: whenever turns are stored (a batch that comes after the conversation's
+last turn gets its contexts with its rows, :func:`appended`; any other is refreshed once stored,
+:func:`refresh`, with its neighbours) or deleted (:func:`delete_turns`: the turns that were around
+them), the affected turns read their neighbours again, so a deleted turn's words never stay in
+another turn. A turn's place is
 ``coalesce(occurred_at, created_at), id`` in its memory and conversation, the order the turns
 endpoint lists them in (index ``episodes_turn_order_idx``).
 """
