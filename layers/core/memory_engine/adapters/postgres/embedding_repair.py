@@ -57,6 +57,18 @@ def missing_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: S
     return _texts("memory_entries", rows)
 
 
+def store_missing(conn: psycopg.Connection[Any], table: str, vectors: Sequence[tuple[str, Vector]],
+                  project_id: str | None = None) -> int:
+    """Sets the vectors of rows of ``table`` (of ``project_id`` when given) still missing one; how many."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            f"UPDATE {table} SET embedding = %s WHERE id = %s AND embedding IS NULL"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+            " AND (%s::text IS NULL OR project_id = %s)",
+            [(vector, row_id, project_id, project_id) for row_id, vector in vectors],
+        )
+        return max(cur.rowcount, 0)
+
+
 def _check(table: str) -> str:
     if table not in REPAIRABLE_TABLES:
         raise ValueError(f"not a repairable table: {table}")
@@ -86,12 +98,8 @@ class PostgresEmbeddingRepair:
             raise ValueError("episodes are repaired with their windows (store_windows)")
         if not vectors:
             return 0
-        with self._db.connection() as conn, conn.cursor() as cur:
-            cur.executemany(
-                f"UPDATE {_check(table)} SET embedding = %s WHERE id = %s AND embedding IS NULL",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-                [(vector, row_id) for row_id, vector in vectors],
-            )
-            return max(cur.rowcount, 0)
+        with self._db.connection() as conn:
+            return store_missing(conn, _check(table), vectors)
 
     def store_windows(self, episodes: Sequence[tuple[str, Sequence[EpisodeWindow]]]) -> int:
         repaired = 0

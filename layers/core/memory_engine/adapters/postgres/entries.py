@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from memory_engine.adapters.postgres.database import Database
-from memory_engine.adapters.postgres.embedding_repair import missing_entries
+from memory_engine.adapters.postgres.embedding_repair import missing_entries, store_missing
 from memory_engine.adapters.postgres.entry_context import GONE, delete_entries, forget_lines
 from memory_engine.adapters.postgres.entry_sql import (
     ENTRY_SELECT,
@@ -180,10 +180,8 @@ class PostgresEntryRepository:
     def store_vectors(self, project_id: str, vectors: Sequence[tuple[str, Vector]]) -> int:
         if not vectors:
             return 0
-        with self._db.connection() as conn, conn.cursor() as cur:
-            cur.executemany("UPDATE memory_entries SET embedding = %s WHERE id = %s AND project_id = %s AND embedding IS NULL",
-                            [(vector, row_id, project_id) for row_id, vector in vectors])
-            return max(cur.rowcount, 0)
+        with self._db.connection() as conn:
+            return store_missing(conn, "memory_entries", vectors, project_id)
 
 
 class _SharedTransactionEntries(PostgresEntryRepository):

@@ -67,12 +67,19 @@ def lock_memories(conn: psycopg.Connection[Any], memory_ids: Sequence[str]) -> N
     ).fetchall()
 
 
-def delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: Sequence[str]) -> Deletion:
+def delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: Sequence[str], *,
+                   whole_conversations: bool = False) -> Deletion:
     """Deletes the project's entries among ``entry_ids`` and takes their words out of the rows
     around them (the module docstring), in ``conn``'s transaction, under their memories' write
-    locks (a turn written meanwhile cannot read a deleted one as the turn before it)."""
+    locks (a turn written meanwhile cannot read a deleted one as the turn before it).
+    ``whole_conversations``: the caller deletes every entry of their conversations (a purge, a
+    forgotten conversation) under those locks already, so no row is left to hold their words."""
     if not entry_ids:
         return Deletion()
+    if whole_conversations:
+        gone = conn.execute("DELETE FROM memory_entries WHERE project_id = %s AND id = ANY(%s::text[]) RETURNING id",
+                            (project_id, list(entry_ids))).fetchall()
+        return Deletion(frozenset(str(r["id"]) for r in gone))
     lock_memories(conn, [str(r["memory_id"]) for r in conn.execute(
         "SELECT DISTINCT memory_id FROM memory_entries WHERE project_id = %s AND id = ANY(%s::text[])"
         " AND memory_id IS NOT NULL", (project_id, list(entry_ids))).fetchall()])

@@ -93,17 +93,7 @@ class PostgresEpisodeRepository:
 
     def store(self, episode: NewEpisode, windows: Sequence[EpisodeWindow]) -> tuple[Episode, bool]:
         """Raises NotFound when the memory is not in the project."""
-        with self._db.connection() as conn, conn.transaction():
-            lock_memories(conn, [episode.memory_id] if episode.memory_id else [])
-            row = _insert(conn, episode, windows)
-            if row is not None:
-                refresh(conn, episode.project_id, [row["id"]], neighbours=True)
-        if row is not None:
-            return _episode(row), True
-        existing = self._one_by("event_id", episode.project_id, episode.event_id)  # stored by an earlier delivery
-        if existing is None:
-            raise NotFound(f"memory {episode.memory_id} not found")
-        return existing, False
+        return self.store_turns([episode], [windows])[0]
 
     def set_windows(self, project_id: str, episode_id: str, windows: Sequence[EpisodeWindow]) -> None:
         with self._db.connection() as conn, conn.transaction():

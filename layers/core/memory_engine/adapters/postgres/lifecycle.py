@@ -41,14 +41,15 @@ def _memory_exists(conn: psycopg.Connection[Any], project_id: str, memory_id: st
         raise NotFound(f"memory {memory_id} not found", details={"memory_id": memory_id})
 
 
-def _delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: list[str]) -> tuple[Deletion, list[str]]:
+def _delete_entries(conn: psycopg.Connection[Any], project_id: str, entry_ids: list[str], *,
+                    whole_conversations: bool = False) -> tuple[Deletion, list[str]]:
     """Deletes the entries (their words leaving the turns around them, entry_context.py); returns
     the deletion and the entities they linked."""
     if not entry_ids:
         return Deletion(), []
     entity_ids = [r["entity_id"] for r in conn.execute(
         "SELECT DISTINCT entity_id FROM entry_entities WHERE entry_id = ANY(%s::text[])", (entry_ids,)).fetchall()]
-    return delete_entries(conn, project_id, entry_ids), entity_ids
+    return delete_entries(conn, project_id, entry_ids, whole_conversations=whole_conversations), entity_ids
 
 
 def _delete_orphans(conn: psycopg.Connection[Any], project_id: str, entity_ids: list[str]) -> int:
@@ -80,7 +81,7 @@ class PostgresLifecycle:
             entry_ids = [r["id"] for r in conn.execute(
                 f"SELECT id FROM memory_entries WHERE project_id = %(p)s AND source_conversation_id = %(c)s{in_memory}",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 params).fetchall()]
-            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids, whole_conversations=True)
             runs = conn.execute(
                 f"DELETE FROM extraction_runs WHERE project_id = %(p)s AND conversation_id = %(c)s{in_memory}", params,  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             ).rowcount
@@ -121,7 +122,7 @@ class PostgresLifecycle:
             lock_memories(conn, [memory_id])
             entry_ids = [r["id"] for r in conn.execute(
                 "SELECT id FROM memory_entries WHERE project_id = %s AND memory_id = %s", (project_id, memory_id)).fetchall()]
-            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids)
+            deletion, entity_ids = _delete_entries(conn, project_id, entry_ids, whole_conversations=True)
             runs = conn.execute("DELETE FROM extraction_runs WHERE project_id = %s AND memory_id = %s",
                                 (project_id, memory_id)).rowcount
             episodes = conn.execute("DELETE FROM episodes WHERE project_id = %s AND memory_id = %s",
