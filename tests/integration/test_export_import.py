@@ -124,7 +124,7 @@ def test_vectors_of_another_model_are_never_kept(api: ApiClient, container: Cont
     acme = container.projects.get_or_create_project("acme").id
     lines = list(export_memory(container.lifecycle, container.embedder, acme, memory))
     other_model = OtherModel(container.embedder)
-    summary = import_memory(lines, project_id=acme, importer=container.importer,
+    summary = import_memory(lines, project_id=acme, episodes=container.episodes, importer=container.importer,
                             embedder=other_model)
     # every entry, entity and episode was embedded with the importing deployment's model
     assert summary.vectors_reused is False and summary.embedded == 2 + 3 + 1
@@ -132,7 +132,7 @@ def test_vectors_of_another_model_are_never_kept(api: ApiClient, container: Cont
     # and an export without vectors is re-embedded even by the same model
     bare = list(export_memory(container.lifecycle, container.embedder, acme, memory, vectors=False))
     assert all('"embedding"' not in line for line in bare)
-    again = import_memory(bare, project_id=acme, importer=container.importer,
+    again = import_memory(bare, project_id=acme, episodes=container.episodes, importer=container.importer,
                           embedder=container.embedder)
     assert again.vectors_reused is False and again.embedded == 6
 
@@ -171,7 +171,7 @@ def test_locomo_round_trip_keeps_every_top_10(container: Container) -> None:
     # When it is exported and imported into a fresh project
     target = container.projects.get_or_create_project("locomo-target").id
     summary = import_memory(export_memory(container.lifecycle, container.embedder, source, memory_id),
-                            project_id=target, importer=container.importer,
+                            project_id=target, episodes=container.episodes, importer=container.importer,
                             embedder=container.embedder)
     # Then every question's top-10 is the same facts in the same order
     after = _top10(container, target, summary.memory.id, questions)
@@ -235,7 +235,8 @@ def test_a_bad_line_leaves_nothing_behind(container: Container, bad: str) -> Non
     lines = [*_export_lines(5, exported_id="mem_bad"), bad]
     # When it is imported, Then it is 422 naming the line, and no memory (empty or not) is left
     with pytest.raises(InvalidInput, match="line 8"):
-        import_memory(lines, project_id=project, importer=container.importer, embedder=container.embedder)
+        import_memory(lines, project_id=project, episodes=container.episodes, importer=container.importer,
+                      embedder=container.embedder)
     assert _imported(container, project, "mem_bad") == []
 
 
@@ -246,12 +247,13 @@ def test_an_import_failing_midway_leaves_nothing_and_a_retry_makes_one_copy(
     project = container.projects.get_or_create_project("import-atomic").id
     lines = _export_lines(12, exported_id="mem_once")
     with pytest.raises(DatabaseError):
-        import_memory(lines, project_id=project, importer=CrashingImporter(container.database, crash_at=2),
-                      embedder=container.embedder)
+        import_memory(lines, project_id=project, episodes=container.episodes,
+                      importer=CrashingImporter(container.database, crash_at=2), embedder=container.embedder)
     # Then nothing of it is stored (one transaction)
     assert _imported(container, project, "mem_once") == []
     # And a retry stores it once, complete
-    summary = import_memory(lines, project_id=project, importer=container.importer, embedder=container.embedder)
+    summary = import_memory(lines, project_id=project, episodes=container.episodes, importer=container.importer,
+                            embedder=container.embedder)
     assert _imported(container, project, "mem_once") == [(summary.memory.id, None, 12)]
 
 
@@ -263,21 +265,22 @@ def test_a_large_import_is_marked_partial_until_done_and_a_retry_replaces_it(
     lines = _export_lines(12, exported_id="mem_big")
     # When the process dies on the third chunk (after 10 entries are stored)
     with pytest.raises(DatabaseError) as crashed:
-        import_memory(lines, project_id=project, importer=CrashingImporter(container.database, crash_at=3),
-                      embedder=container.embedder, transaction_rows=10)
+        import_memory(lines, project_id=project, episodes=container.episodes,
+                      importer=CrashingImporter(container.database, crash_at=3), embedder=container.embedder,
+                      transaction_rows=10)
     # Then the memory it left says it is partial, and the error names it
     [(partial_id, status, stored)] = _imported(container, project, "mem_big")
     assert (status, stored) == ("partial", 10)
     assert partial_id in crashed.value.message and crashed.value.details["memory_id"] == partial_id
     # And a bad line later in the file names the partial memory too
     with pytest.raises(InvalidInput) as bad:
-        import_memory([*lines, '{"type":"entry"}'], project_id=project, importer=container.importer,
+        import_memory([*lines, '{"type":"entry"}'], project_id=project, episodes=container.episodes, importer=container.importer,
                       embedder=container.embedder, transaction_rows=10)
     [(second_id, status, _)] = _imported(container, project, "mem_big")  # the first partial copy was replaced
     assert status == "partial" and second_id != partial_id and second_id in bad.value.message
     # When the same import runs again to the end
-    summary = import_memory(lines, project_id=project, importer=container.importer, embedder=container.embedder,
-                            transaction_rows=10)
+    summary = import_memory(lines, project_id=project, episodes=container.episodes, importer=container.importer,
+                            embedder=container.embedder, transaction_rows=10)
     # Then it replaced the partial copy: one memory, complete, every entry once
     assert _imported(container, project, "mem_big") == [(summary.memory.id, None, 12)]
     assert summary.entries == 12 and "import_status" not in (summary.memory.metadata or {})

@@ -97,7 +97,7 @@ def test_a_deep_import_line_is_422_naming_it_and_leaves_nothing(container: Local
     project = container.projects.get_or_create_project("edges-import").id
     before = container.memories.list(project, limit=100)[0]
     with pytest.raises(InvalidInput) as caught:
-        import_memory([HEADER, MEMORY, text], project_id=project, importer=container.importer,
+        import_memory([HEADER, MEMORY, text], project_id=project, episodes=container.episodes, importer=container.importer,
                       embedder=container.embedder)
     assert "line 3" in caught.value.message and f"deeper than {MAX_BODY_DEPTH}" in caught.value.message
     assert container.memories.list(project, limit=100)[0] == before
@@ -111,7 +111,7 @@ def test_episode_messages_nested_900_levels_are_refused(container: LocalContaine
     line = json.dumps({"type": "episode", "id": "ep_1", "transcript": "t", "messages": [messages],
                        "created_at": "2024-01-01T00:00:00Z"})
     with pytest.raises(InvalidInput):
-        import_memory([HEADER, MEMORY, line], project_id=project, importer=container.importer,
+        import_memory([HEADER, MEMORY, line], project_id=project, episodes=container.episodes, importer=container.importer,
                       embedder=container.embedder)
     # and a line within the body rule whose `messages` nest past the rule of stored JSON (as metadata)
     shallow: Any = "leaf"
@@ -120,7 +120,7 @@ def test_episode_messages_nested_900_levels_are_refused(container: LocalContaine
     line = json.dumps({"type": "episode", "id": "ep_1", "transcript": "t", "messages": [shallow],
                        "created_at": "2024-01-01T00:00:00Z"})
     with pytest.raises(InvalidInput) as caught:
-        import_memory([HEADER, MEMORY, line], project_id=project, importer=container.importer,
+        import_memory([HEADER, MEMORY, line], project_id=project, episodes=container.episodes, importer=container.importer,
                       embedder=container.embedder)
     assert "messages" in json.dumps(caught.value.details)
 

@@ -9,9 +9,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from memory_engine.adapters.postgres.database import Database
+from memory_engine.adapters.postgres.embedding_repair import PostgresEmbeddingRepair
 from memory_engine.adapters.postgres.migrations import load_migrations, migrate
+from memory_engine.domain.turns import READ_BEFORE_WINDOW
 from memory_engine.errors import SchemaMismatch
 from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
+from memory_engine.local.adapters.onnx_embedder import OnnxMiniLMEmbedder
+from memory_engine.services.reembed import reembed_missing
 
 
 @pytest.fixture
@@ -113,3 +118,40 @@ def test_turns_recorded_before_0013_read_the_turns_around_them(empty_database_ur
     assert contexts == {"e0": "assistant: on Tuesday", "e1": "user: the plumber came\nuser: thanks",
                         "e2": "assistant: on Tuesday", "alone": None}, contexts
     assert found == {"e0", "e1"}
+
+
+def test_turns_recorded_before_0014_get_their_window_over_the_turn_before_from_reembed(
+        empty_database_url: str, monkeypatch: pytest.MonkeyPatch, embedder: OnnxMiniLMEmbedder) -> None:
+    # Given a database at migration 0013 holding a conversation's short turns, each with its own window
+    from memory_engine.adapters.postgres import migrations
+
+    every = load_migrations()
+    monkeypatch.setattr(migrations, "load_migrations", lambda: [m for m in every if m.version <= 13])
+    migrate(empty_database_url, embedding_dim=384)
+    texts = ("user: the plumber came", "assistant: on Tuesday")
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute("INSERT INTO projects (id, name) VALUES ('p', 'p')")
+        conn.execute("INSERT INTO memories (id, project_id, name) VALUES ('m', 'p', 'm')")
+        for i, (text, vector) in enumerate(zip(texts, embedder.embed_documents(list(texts)), strict=True)):
+            own = "[" + ",".join(str(float(x)) for x in vector) + "]"
+            conn.execute("INSERT INTO episodes (id, project_id, memory_id, conversation_id, occurred_at, transcript,"
+                         " embedding) VALUES (%s, 'p', 'm', 'c', timestamptz '2024-03-01 10:00+00' + %s * interval"
+                         " '1 minute', %s, %s::vector)", (f"e{i}", i, text, own))
+            conn.execute("INSERT INTO episode_windows (episode_id, window_index, project_id, memory_id, start_char,"
+                         " end_char, embedding) VALUES (%s, 0, 'p', 'm', 0, %s, %s::vector)", (f"e{i}", len(text), own))
+    # When 0014 is applied, then reembed runs
+    monkeypatch.setattr(migrations, "load_migrations", lambda: every)
+    assert [name for name in migrate(empty_database_url, embedding_dim=384) if name.startswith("0014")]
+    database = Database(empty_database_url)
+    try:
+        repair = PostgresEmbeddingRepair(database)
+        assert repair.count_missing("episodes") == 0 and repair.count_unread() == 1
+        assert reembed_missing(repair, embedder, tables=["episodes"]) == {"episodes": 1}
+        # Then the reply has a window over the turn before it, and nothing is left to do
+        assert repair.count_unread() == 0
+    finally:
+        database.close()
+    with psycopg.connect(empty_database_url) as conn:
+        reads = conn.execute("SELECT episode_id, window_index, read_episode_id, start_char, end_char FROM episode_windows"
+                             " WHERE read_episode_id IS NOT NULL").fetchall()
+    assert reads == [("e1", READ_BEFORE_WINDOW, "e0", 0, len(texts[1]))]

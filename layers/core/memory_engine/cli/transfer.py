@@ -49,7 +49,7 @@ def run_import(args: argparse.Namespace) -> int:
         source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         try:
             summary = import_memory(source, project_id=project.id, importer=container.importer,
-                                    embedder=container.embedder)
+                                    embedder=container.embedder, episodes=container.episodes)
         finally:
             if source is not sys.stdin:
                 source.close()

@@ -44,7 +44,7 @@ def forget_route(body: Annotated[ForgetRequest, Body()]) -> Response[Any]:
     principal = require(Scope.WRITE)
     c = get_container()
     return json_response(forget(c.lifecycle, c.event_publisher, principal.project_id, body, entries=c.entries,
-                                embedder=c.embedder))
+                                episodes=c.episodes, embedder=c.embedder))
 
 
 _EXPORT_RESPONSES: dict[int, OpenAPIResponse] = {
@@ -99,5 +99,5 @@ def import_route() -> Response[Any]:
     body = router.current_event.decoded_body or ""
     c = get_container()
     summary = import_memory(body.splitlines(), project_id=principal.project_id, importer=c.importer,
-                            embedder=c.embedder)
+                            embedder=c.embedder, episodes=c.episodes)
     return json_response(summary.counts(), 201)

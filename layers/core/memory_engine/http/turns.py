@@ -113,7 +113,7 @@ def delete_one(memory_id: str, turn_id: str, conversation_id: Annotated[str | No
                                                                          max_length=MAX_ID_CHARS)] = None) -> Response[Any]:
     principal = require(Scope.WRITE)
     container = get_container()
-    delete_turns(container.memories, container.episodes, principal.project_id, memory_id,
+    delete_turns(container.memories, container.episodes, container.embedder, principal.project_id, memory_id,
                  conversation_id=conversation_id, turn_id=turn_id)
     return no_content()
 
@@ -131,6 +131,6 @@ def delete_one(memory_id: str, turn_id: str, conversation_id: Annotated[str | No
 def delete_conversation(memory_id: str, conversation_id: ConversationId) -> Response[Any]:
     principal = require(Scope.WRITE)
     container = get_container()
-    delete_turns(container.memories, container.episodes, principal.project_id, memory_id,
+    delete_turns(container.memories, container.episodes, container.embedder, principal.project_id, memory_id,
                  conversation_id=conversation_id)
     return no_content()

@@ -15,7 +15,7 @@ from memory_engine.domain.cursor import Cursor
 from memory_engine.domain.entities import NewEntityLink
 from memory_engine.domain.entries import Memory, MemoryEntry, NewEntry
 from memory_engine.ports.embedder import Vector
-from memory_engine.ports.episodes import EpisodeWindow
+from memory_engine.ports.episodes import EpisodeWindow, TurnBefore
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,16 @@ class EmbeddingRepairRepository(Protocol):
     def store_windows(self, episodes: Sequence[tuple[str, Sequence[EpisodeWindow]]]) -> int:
         """Replaces each episode's vector windows (``missing("episodes")`` gives the transcripts they span)
         and sets its own vector when it had none; returns how many episodes were repaired."""
+        ...
+    def count_unread(self) -> int:
+        """Recorded turns that fit in one window with the turn before them and have no window over
+        it (ports.episodes.TurnBefore; turns recorded before migration 0014, or while the model failed)."""
+        ...
+    def unread(self, *, after_id: str | None, limit: int) -> list[tuple[str, TurnBefore]]:
+        """Up to ``limit`` of those as ``(project id, turn)``, with ``id > after_id``, by id."""
+        ...
+    def store_read_windows(self, project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
+        """As :meth:`memory_engine.ports.episodes.EpisodeRepository.store_read_windows`."""
         ...
 
 

@@ -37,6 +37,25 @@ class EpisodeWindow:
 
 
 @dataclass(frozen=True)
+class TurnBefore:
+    """A turn to embed after the turn before it (:func:`memory_engine.domain.turns.read_after`):
+    its id, the id of that turn, and the text to embed."""
+
+    episode_id: str
+    before_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnsDeleted:
+    """``count`` episodes deleted; ``around``: the turns that were right before and after them,
+    which read their new neighbours (:meth:`EpisodeRepository.turns_to_read`)."""
+
+    count: int
+    around: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Episode:
     id: str
     project_id: str
@@ -97,8 +116,19 @@ class EpisodeRepository(Protocol):
         ...
 
     def delete_turns(self, project_id: str, memory_id: str, *, conversation_id: str | None = None,
-                     turn_id: str | None = None) -> int:
-        """Delete the memory's episodes matching every given filter; how many were deleted."""
+                     turn_id: str | None = None) -> TurnsDeleted:
+        """Delete the memory's episodes matching every given filter (and the windows of other turns
+        that read them)."""
+        ...
+
+    def turns_to_read(self, project_id: str, episode_ids: Sequence[str]) -> list[TurnBefore]:
+        """Of ``episode_ids`` and the turns right after each in their conversations: those that fit
+        in one window with the turn before them and have no window over that turn yet."""
+        ...
+
+    def store_read_windows(self, project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
+        """Each turn's window over the turn before it (replacing any it had), where that turn is
+        still the one before it; how many were stored."""
         ...
 
     def search_similar(

@@ -25,10 +25,12 @@ class ExpiryRepository(Protocol):
 @dataclass(frozen=True)
 class Forgotten:
     """``counts``: ``{entries, episodes, extraction_runs, entities}`` deleted; ``cleared``: the
-    turns left whose vector read a deleted turn (cleared, to be embedded again; ports.entries.Deletion)."""
+    turns left whose vector read a deleted turn (cleared, to be embedded again; ports.entries.Deletion);
+    ``episodes_around``: the recorded turns that were next to a deleted one (ports.episodes.TurnsDeleted)."""
 
     counts: dict[str, int]
     cleared: tuple[str, ...] = ()
+    episodes_around: tuple[str, ...] = ()
 
 
 class ForgetRepository(Protocol):
@@ -136,4 +138,6 @@ class ImportRepository(Protocol):
         ...
     def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None: ...
     def link_superseded(self, project_id: str, pairs: Sequence[tuple[str, str]]) -> None: ...
-    def insert_episodes(self, project_id: str, memory_id: str, episodes: Sequence[ImportedEpisode]) -> int: ...
+    def insert_episodes(self, project_id: str, memory_id: str, episodes: Sequence[ImportedEpisode]) -> list[str]:
+        """The ids of the episodes stored (an event id the project already has is skipped)."""
+        ...

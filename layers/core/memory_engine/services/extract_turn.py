@@ -51,7 +51,7 @@ from memory_engine.ports.episodes import Episode, EpisodeRepository, NewEpisode
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.extraction_runs import ClaimOutcome, ExtractionRun, ExtractionRunRepository, RunKey
 from memory_engine.prompts import extraction_prompt
-from memory_engine.services.turns import embed_windows
+from memory_engine.services.turns import embed_windows, read_turns_before
 from memory_engine.services.write_entry import WriteResult, write_entry
 
 logger = logging.getLogger(__name__)
@@ -193,6 +193,7 @@ def _store_episode(event: TurnCompletedEvent, deps: ExtractionDeps) -> Episode:
     )
     if not created and not episode.has_embedding and windows:
         deps.episodes.set_windows(detail.project_id, episode.id, windows)  # an earlier attempt could not embed
+    read_turns_before(deps.episodes, deps.embedder, detail.project_id, [episode.id])  # none when it has it already
     return episode
 
 

@@ -18,9 +18,11 @@ from memory_engine.domain.entities import normalize_entity_name
 from memory_engine.domain.requests import ForgetRequest
 from memory_engine.ports.embedder import Embedder
 from memory_engine.ports.entries import EntryRepository
+from memory_engine.ports.episodes import EpisodeRepository
 from memory_engine.ports.events import EventPublisher
 from memory_engine.ports.lifecycle import ForgetRepository
 from memory_engine.services.memories import embed_cleared
+from memory_engine.services.turns import read_turns_before
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +39,10 @@ class ForgetResult(BaseModel):
 
 
 def forget(repo: ForgetRepository, publisher: EventPublisher, project_id: str, request: ForgetRequest, *,
-           entries: EntryRepository, embedder: Embedder) -> ForgetResult:
+           entries: EntryRepository, episodes: EpisodeRepository, embedder: Embedder) -> ForgetResult:
     """Raises NotFound when ``memory_id`` is not in the project. The turns left next to a deleted
-    turn no longer hold its words (services.memories.delete_entry)."""
+    turn no longer hold its words (services.memories.delete_entry) and, recorded turns, are embedded
+    after their new neighbours (services.turns.read_turns_before)."""
     if request.conversation_id is not None:
         done = repo.forget_conversation(project_id, request.conversation_id, memory_id=request.memory_id)
         scope: dict[str, Any] = {"conversation_id": request.conversation_id, "memory_id": request.memory_id}
@@ -48,6 +51,7 @@ def forget(repo: ForgetRepository, publisher: EventPublisher, project_id: str, r
         done = repo.forget_entity(project_id, request.memory_id, normalize_entity_name(request.entity))
         scope = {"memory_id": request.memory_id, "entity": request.entity}
     embed_cleared(entries, embedder, project_id, done.cleared)
+    read_turns_before(episodes, embedder, project_id, done.episodes_around)
     _publish(publisher, project_id, scope, done.counts)
     return ForgetResult(deleted=ForgetCounts(**done.counts))
 

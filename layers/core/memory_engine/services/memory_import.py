@@ -44,10 +44,10 @@ from memory_engine.domain.turns import window_spans
 from memory_engine.domain.validation import JsonTooDeep, loads_json
 from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.embedder import Embedder, Vector
-from memory_engine.ports.episodes import EpisodeWindow
+from memory_engine.ports.episodes import EpisodeRepository, EpisodeWindow
 from memory_engine.ports.lifecycle import ImportedEntity, ImportedEntry, ImportedEpisode, ImportedMemory, ImportRepository
 from memory_engine.services.export_import import EntityRecord, EntryRecord, EpisodeRecord, HeaderRecord, MemoryRecord
-from memory_engine.services.turns import embed_windows
+from memory_engine.services.turns import embed_windows, read_turns_before
 from memory_engine.services.write_entry import embed_best_effort
 
 #: The most rows (entities, entries, episodes) an import writes in one transaction; a larger one is
@@ -73,6 +73,8 @@ class _Counts:
     vectors_reused: bool = False
     #: exported id -> new id, for the memory's entries (ids only: ~60 bytes per entry)
     entry_ids: dict[str, str] = field(default_factory=dict)
+    #: the new episodes' ids, which read the turns before them once the memory is complete
+    episode_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -85,10 +87,12 @@ class ImportSummary(_Counts):
 
 
 def import_memory(lines: Iterable[str], *, project_id: str, importer: ImportRepository, embedder: Embedder,
-                  transaction_rows: int = IMPORT_TRANSACTION_ROWS) -> ImportSummary:
+                  episodes: EpisodeRepository, transaction_rows: int = IMPORT_TRANSACTION_ROWS) -> ImportSummary:
     """Recreate an exported memory in ``project_id`` (see the module docstring for what stays
     behind when it fails). Raises InvalidInput (422) naming the first bad line (the header and the
-    memory must come first)."""
+    memory must come first). Once the memory is complete, its recorded turns are embedded after the
+    turns before them as recording does (services.turns.read_turns_before: an export carries no
+    such vector; best-effort)."""
     numbered = ((n, text) for n, text in enumerate(lines, start=1) if text.strip())
     header: HeaderRecord = _parse(*_next(numbered, "header"), HeaderRecord)
     record: MemoryRecord = _parse(*_next(numbered, "memory"), MemoryRecord)
@@ -107,6 +111,7 @@ def import_memory(lines: Iterable[str], *, project_id: str, importer: ImportRepo
             for batch in batches:
                 writer.store(batch)
             writer.link()
+        read_turns_before(episodes, embedder, project_id, writer.counts.episode_ids)
         return writer.summary(created)
     importer.discard_partial(project_id, record.id)
     staged = importer.create_memory(project_id, replace(memory, metadata={**memory.metadata, IMPORT_STATUS: PARTIAL}))
@@ -116,7 +121,9 @@ def import_memory(lines: Iterable[str], *, project_id: str, importer: ImportRepo
         writer.link()
     except MemoryEngineError as error:
         raise _left_partial(error, staged.id) from error
-    return writer.summary(importer.finish(project_id, staged.id))
+    finished = importer.finish(project_id, staged.id)
+    read_turns_before(episodes, embedder, project_id, writer.counts.episode_ids)
+    return writer.summary(finished)
 
 
 def _left_partial(error: MemoryEngineError, memory_id: str) -> MemoryEngineError:
@@ -217,7 +224,9 @@ class _Writer:
         self.counts.entities += len(batch.entities)
         self._importer.insert_entries(self._project, self._memory, batch.entries)
         self.counts.entries += len(batch.entries)
-        self.counts.episodes += self._importer.insert_episodes(self._project, self._memory, batch.episodes)
+        stored = self._importer.insert_episodes(self._project, self._memory, batch.episodes)
+        self.counts.episodes += len(stored)
+        self.counts.episode_ids.extend(stored)
 
     def summary(self, memory: Memory) -> ImportSummary:
         c = self.counts

@@ -65,6 +65,7 @@ def record_turns(ports: TurnPorts, project_id: str, memory_id: str, request: Tur
     new = [_new_episode(project_id, memory_id, request.conversation_id, turn, now, row_id)
            for turn, row_id in zip(request.turns, row_ids, strict=True)]
     stored = ports.episodes.store_turns(new, embed_windows(ports.embedder, [episode.transcript for episode in new]))
+    read_turns_before(ports.episodes, ports.embedder, project_id, [episode.id for episode, created in stored if created])
     recorded = [RecordedTurn(id=episode.id, turn_id=episode.turn_id or "", created=created,
                              occurred_at=episode.occurred_at) for episode, created in stored]
     if not request.extract:
@@ -100,16 +101,18 @@ def list_turns(
 
 
 def delete_turns(
-    memories: MemoryRepository, episodes: EpisodeRepository, project_id: str, memory_id: str, *,
+    memories: MemoryRepository, episodes: EpisodeRepository, embedder: Embedder, project_id: str, memory_id: str, *,
     conversation_id: str | None = None, turn_id: str | None = None,
 ) -> int:
-    """Delete one turn (by ``turn_id``, optionally within a conversation) or a whole conversation.
+    """Delete one turn (by ``turn_id``, optionally within a conversation) or a whole conversation;
+    the turn after a deleted one is embedded after its new turn before (:func:`read_turns_before`).
     Raises NotFound for an unknown memory, and for a ``turn_id`` that matches nothing."""
     memories.get(project_id, memory_id)
     deleted = episodes.delete_turns(project_id, memory_id, conversation_id=conversation_id, turn_id=turn_id)
-    if turn_id is not None and deleted == 0:
+    if turn_id is not None and deleted.count == 0:
         raise NotFound(f"turn {turn_id} not found")
-    return deleted
+    read_turns_before(episodes, embedder, project_id, deleted.around)
+    return deleted.count
 
 
 def turn_view(episode: Episode) -> Turn:
@@ -159,6 +162,32 @@ def window_vectors(embedder: Embedder, transcripts: Sequence[str]) -> list[list[
     texts = [transcript[start:end] for transcript, own in zip(transcripts, spans, strict=True) for start, end in own]
     vectors = iter(embedder.embed_documents(texts)) if texts else iter(())
     return [[EpisodeWindow(start, end, next(vectors)) for start, end in own] for own in spans]
+
+
+#: Turns read per statement and embedded per model call by :func:`read_turns_before`.
+READ_BATCH = 256
+
+
+def read_turns_before(episodes: EpisodeRepository, embedder: Embedder, project_id: str, episode_ids: Sequence[str]) -> int:
+    """Gives each of ``episode_ids`` and the turn right after each its window over the turn before
+    it, where the two fit in one model window (:func:`memory_engine.domain.turns.read_after`) and it
+    has none over that turn yet: after turns are recorded, imported or deleted (a turn whose turn
+    before was deleted lost its window with it). Best-effort: when the model fails they keep their
+    own windows (and no window over a deleted turn) until ``memory-engine reembed``; returns how many
+    were stored."""
+    stored = 0
+    for start in range(0, len(episode_ids), READ_BATCH):
+        turns = episodes.turns_to_read(project_id, episode_ids[start:start + READ_BATCH])
+        if not turns:
+            continue
+        try:
+            vectors = embedder.embed_documents([turn.text for turn in turns])
+        except EmbeddingError as error:
+            logger.warning("%d turns stored without their window over the turn before them (memory-engine reembed"
+                           " adds it): %s", len(turns), error.message)
+            return stored
+        stored += episodes.store_read_windows(project_id, list(zip(turns, vectors, strict=True)))
+    return stored
 
 
 def _event(project_id: str, memory_id: str, conversation_id: str, episode: Episode, turn: TurnInput) -> TurnCompletedEvent:

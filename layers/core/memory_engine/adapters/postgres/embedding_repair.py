@@ -11,11 +11,12 @@ import psycopg
 
 from memory_engine.adapters.postgres.database import Database, Row
 from memory_engine.adapters.postgres.entry_sql import role_rank
+from memory_engine.adapters.postgres.episode_context import UNREAD, store_read, turns_before
 from memory_engine.adapters.postgres.episodes import write_windows
 from memory_engine.domain.entities import embedding_text
 from memory_engine.ports.embedder import Vector
 from memory_engine.ports.entries import REPAIRABLE_TABLES
-from memory_engine.ports.episodes import EpisodeWindow
+from memory_engine.ports.episodes import EpisodeWindow, TurnBefore
 
 #: What each table embeds. Entries are embedded anchor-enriched, as the funnel does: the anchor
 #: (``domain.entities.anchor_name``) is the first entity of the entry's listing, and a conversation's
@@ -116,3 +117,16 @@ class PostgresEmbeddingRepair:
                     write_windows(conn, row, windows)
                     repaired += 1
         return repaired
+
+    def count_unread(self) -> int:
+        with self._db.connection() as conn:
+            row = conn.execute(f"SELECT count(*) AS n FROM ({UNREAD}) u", {"after": None, "n": None}).fetchone()  # noqa: S608 - a module constant; values are bound parameters
+        return int(row["n"]) if row else 0
+
+    def unread(self, *, after_id: str | None, limit: int) -> list[tuple[str, TurnBefore]]:
+        with self._db.connection() as conn:
+            return turns_before(conn.execute(UNREAD, {"after": after_id, "n": limit}).fetchall())
+
+    def store_read_windows(self, project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
+        with self._db.connection() as conn, conn.transaction():
+            return store_read(conn, project_id, windows)

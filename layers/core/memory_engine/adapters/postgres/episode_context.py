@@ -1,5 +1,7 @@
 """An episode's ``context``: the transcripts of the turns around it in its conversation (migration
-0013), BM25F's second field of the keyword signal, as a fact's context is.
+0013), BM25F's second field of the keyword signal, as a fact's context is; and its window over the
+turn before it (migration 0014, :func:`memory_engine.domain.turns.read_after`), a vector that read
+that turn.
 
 It is derived, never sent: whenever turns are stored (a batch that comes after the conversation's
 last turn gets its contexts with its rows, :func:`appended`; any other is refreshed once stored,
@@ -8,6 +10,13 @@ them), the affected turns read their neighbours again, so a deleted turn's words
 another turn. A turn's place is
 ``coalesce(occurred_at, created_at), id`` in its memory and conversation, the order the turns
 endpoint lists them in (index ``episodes_turn_order_idx``).
+
+A window over the turn before a turn names the turn it read (``read_episode_id``): deleting that
+turn deletes the window in the database (ON DELETE CASCADE), and a turn whose turn before changed
+(one recorded between them) loses it when the turns around the new one are refreshed. The service
+then embeds the turns left without one after their new neighbour (:func:`to_read`,
+:func:`store_read`; ``services.turns.read_turns_before``), best-effort, as ``memory-engine
+reembed`` does.
 """
 
 from __future__ import annotations
@@ -17,8 +26,14 @@ from typing import Any, Final
 
 import psycopg
 
+from memory_engine.adapters.postgres.database import Row
+from memory_engine.adapters.postgres.entry_context import lock_memories
+from memory_engine.adapters.postgres.entry_sql import vector_text
+from memory_engine.domain.entities import EMBED_WINDOW_CHARS
 from memory_engine.domain.entries import CONTEXT_TURN_CHARS, MAX_CONTEXT_CHARS
-from memory_engine.ports.episodes import NewEpisode
+from memory_engine.domain.turns import READ_BEFORE_WINDOW, read_after
+from memory_engine.ports.embedder import Vector
+from memory_engine.ports.episodes import NewEpisode, TurnBefore, TurnsDeleted
 
 _AT = "coalesce({a}.occurred_at, {a}.created_at)"
 
@@ -31,11 +46,14 @@ _NEXT_TO = (
 _BEFORE: Final = _NEXT_TO.format(n_at=_AT.format(a="n"), t_at=_AT.format(a="t"), op="<", order="DESC", name="b")
 _AFTER: Final = _NEXT_TO.format(n_at=_AT.format(a="n"), t_at=_AT.format(a="t"), op=">", order="ASC", name="a")
 
+def _turns(where: str) -> str:
+    """The turns of a conversation that meet ``where`` (conditions on ``t``), with the turns right
+    before (``b``) and after (``a``) each."""
+    return f"FROM episodes t {_BEFORE} {_AFTER} WHERE {where} AND t.conversation_id IS NOT NULL AND t.memory_id IS NOT NULL"
+
+
 #: The turns of a conversation among ``%(ids)s``, with the turns right before and after each.
-_TURNS: Final = (
-    f"FROM episodes t {_BEFORE} {_AFTER} WHERE t.project_id = %(p)s AND t.id = ANY(%(ids)s::text[])"
-    " AND t.conversation_id IS NOT NULL AND t.memory_id IS NOT NULL"
-)
+_TURNS: Final = _turns("t.project_id = %(p)s AND t.id = ANY(%(ids)s::text[])")
 
 #: What a turn's context is: the transcripts of the turns around it, as much of each as a fact's
 #: context keeps of a neighbouring turn.
@@ -50,6 +68,41 @@ _REFRESH: Final = (
 )
 
 _AROUND: Final = f"SELECT b.id AS before_id, a.id AS after_id {_TURNS}"
+
+#: Windows over a turn that is no longer the one before theirs (a turn was recorded between them).
+_STALE_READS: Final = (
+    f"DELETE FROM episode_windows w USING (SELECT t.id, b.id AS before_id {_TURNS}) c"  # noqa: S608 - module constants; values are bound parameters
+    " WHERE w.episode_id = c.id AND w.read_episode_id IS NOT NULL AND w.read_episode_id IS DISTINCT FROM c.before_id"
+)
+
+def _unread(where: str) -> str:
+    """The turns that meet ``where`` and fit in one window with the turn before them
+    (domain.turns.fits_after) but have no window over it: their ids, project, that turn's id and
+    the two transcripts, by id."""
+    return (
+        "SELECT t.id, t.project_id, b.id AS before_id, b.transcript AS before, t.transcript"  # noqa: S608 - module constants; values are bound parameters
+        f" {_turns(where)} AND char_length(b.transcript) > 0"
+        f" AND char_length(b.transcript) + 1 + char_length(t.transcript) <= {EMBED_WINDOW_CHARS}"
+        " AND NOT EXISTS (SELECT 1 FROM episode_windows w WHERE w.episode_id = t.id AND w.read_episode_id = b.id)"
+        " ORDER BY t.id"
+    )
+
+
+#: Of ``%(ids)s`` and the turns right after each: those to embed after the turn before them.
+_TO_READ: Final = _unread(f"t.project_id = %(p)s AND t.id IN (SELECT unnest(%(ids)s::text[]) UNION SELECT a.id {_TURNS})")
+
+#: Every project's turns to embed after the turn before them (``memory-engine reembed``), by id.
+UNREAD: Final = _unread("(%(after)s::text IS NULL OR t.id > %(after)s)") + " LIMIT %(n)s"
+
+#: Each turn's window over the turn before it (``%(ids)s``, ``%(befores)s``, ``%(vectors)s``), where
+#: that turn is still the one before it.
+_STORE_READ: Final = (
+    "INSERT INTO episode_windows (episode_id, window_index, project_id, memory_id, occurred_at, start_char, end_char,"  # noqa: S608 - module constants; values are bound parameters
+    f" embedding, read_episode_id) SELECT t.id, {READ_BEFORE_WINDOW}, t.project_id, t.memory_id, t.occurred_at, 0,"
+    " char_length(t.transcript), g.v::vector, b.id"
+    " FROM unnest(%(ids)s::text[], %(befores)s::text[], %(vectors)s::text[]) AS g(id, before_id, v)"
+    f" JOIN episodes t ON t.id = g.id {_BEFORE} WHERE t.project_id = %(p)s AND b.id = g.before_id"
+)
 
 
 #: The last turn of a conversation (the ``_AT`` order), with its place.
@@ -100,16 +153,50 @@ def refresh(conn: psycopg.Connection[Any], project_id: str, episode_ids: Sequenc
     targets = sorted({*episode_ids, *(around(conn, project_id, episode_ids) if neighbours else ())})
     if targets:
         conn.execute(_REFRESH, {"p": project_id, "ids": targets})
+        conn.execute(_STALE_READS, {"p": project_id, "ids": targets})
 
 
-def delete_turns(conn: psycopg.Connection[Any], project_id: str, where: str, params: dict[str, Any]) -> int:
+def to_read(conn: psycopg.Connection[Any], project_id: str, episode_ids: Sequence[str]) -> list[TurnBefore]:
+    """Of ``episode_ids`` and the turns right after each: the turns to embed after the turn before
+    them (:data:`_TO_READ`)."""
+    if not episode_ids:
+        return []
+    return [turn for _, turn in turns_before(conn.execute(_TO_READ, {"p": project_id, "ids": list(episode_ids)}).fetchall())]
+
+
+def turns_before(rows: Sequence[Row]) -> list[tuple[str, TurnBefore]]:
+    """``(project, turn)`` of rows read with :func:`_unread`."""
+    out = []
+    for row in rows:
+        text = read_after(row["before"], row["transcript"])
+        if text is not None:
+            out.append((str(row["project_id"]), TurnBefore(str(row["id"]), str(row["before_id"]), text)))
+    return out
+
+
+def store_read(conn: psycopg.Connection[Any], project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
+    """Each turn's window over the turn before it, replacing the one it had, where that turn is still
+    the one before it (under the memories' write locks, in ``conn``'s transaction); how many."""
+    ids = [turn.episode_id for turn, _ in windows]
+    if not ids:
+        return 0
+    memories = conn.execute("SELECT DISTINCT memory_id FROM episodes WHERE project_id = %s AND id = ANY(%s::text[])"
+                            " AND memory_id IS NOT NULL", (project_id, ids)).fetchall()
+    lock_memories(conn, [str(r["memory_id"]) for r in memories])
+    conn.execute("DELETE FROM episode_windows WHERE episode_id = ANY(%s::text[]) AND read_episode_id IS NOT NULL", (ids,))
+    return int(conn.execute(_STORE_READ, {"p": project_id, "ids": ids, "befores": [turn.before_id for turn, _ in windows],
+                                          "vectors": [vector_text(vector) for _, vector in windows]}).rowcount)
+
+
+def delete_turns(conn: psycopg.Connection[Any], project_id: str, where: str, params: dict[str, Any]) -> TurnsDeleted:
     """Deletes the project's episodes matching ``where`` (over ``episodes``, no alias; ``params`` its
-    values, ``%(p)s`` the project); the turns that were around them read their neighbours again."""
+    values, ``%(p)s`` the project); the turns that were around them read their neighbours again (and
+    lose their windows over a deleted turn: ON DELETE CASCADE)."""
     ids = [str(r["id"]) for r in conn.execute(f"SELECT id FROM episodes WHERE project_id = %(p)s AND {where}",  # noqa: S608 - the caller's fixed clause; values are bound parameters
                                               {**params, "p": project_id}).fetchall()]
     if not ids:
-        return 0
+        return TurnsDeleted(0)
     left = around(conn, project_id, ids)
     deleted = conn.execute("DELETE FROM episodes WHERE project_id = %s AND id = ANY(%s::text[])", (project_id, ids)).rowcount
     refresh(conn, project_id, left, neighbours=False)
-    return int(deleted)
+    return TurnsDeleted(int(deleted), tuple(left))

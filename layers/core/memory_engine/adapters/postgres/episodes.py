@@ -11,11 +11,11 @@ from psycopg.types.json import Jsonb
 from memory_engine import ids
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.entry_context import lock_memories
-from memory_engine.adapters.postgres.episode_context import appended, delete_turns, refresh
+from memory_engine.adapters.postgres.episode_context import appended, delete_turns, refresh, store_read, to_read
 from memory_engine.domain.cursor import Cursor
 from memory_engine.errors import NotFound
 from memory_engine.ports.embedder import Vector
-from memory_engine.ports.episodes import Episode, EpisodeHit, EpisodeWindow, NewEpisode
+from memory_engine.ports.episodes import Episode, EpisodeHit, EpisodeWindow, NewEpisode, TurnBefore, TurnsDeleted
 
 _COLUMNS = (
     "id, project_id, memory_id, conversation_id, turn_id, event_id, occurred_at, transcript, messages, created_at,"
@@ -70,10 +70,11 @@ def _insert(conn: Connection[Any], episode: NewEpisode, windows: Sequence[Episod
 
 
 def write_windows(conn: Connection[Any], row: dict[str, Any], windows: Sequence[EpisodeWindow]) -> None:
-    """The episode ``row``'s vector windows (its ``id`` and scope columns ``project_id``, ``memory_id``,
-    ``occurred_at`` copied), replacing any it had. Every way an episode is stored or repaired writes
+    """The episode ``row``'s vector windows over its own transcript (its ``id`` and scope columns
+    ``project_id``, ``memory_id``, ``occurred_at`` copied), replacing those it had (not its window over
+    the turn before it: episode_context.store_read). Every way an episode is stored or repaired writes
     them here: recorded turns, events, imports, ``memory-engine reembed``."""
-    conn.execute("DELETE FROM episode_windows WHERE episode_id = %s", (row["id"],))
+    conn.execute("DELETE FROM episode_windows WHERE episode_id = %s AND read_episode_id IS NULL", (row["id"],))
     if not windows:
         return
     with conn.cursor() as cur:
@@ -165,12 +166,20 @@ class PostgresEpisodeRepository:
         return [_episode(row) for row in page], following
 
     def delete_turns(self, project_id: str, memory_id: str, *, conversation_id: str | None = None,
-                     turn_id: str | None = None) -> int:
+                     turn_id: str | None = None) -> TurnsDeleted:
         with self._db.connection() as conn:
             lock_memories(conn, [memory_id])
             return delete_turns(conn, project_id, "memory_id = %(m)s AND (%(c)s::text IS NULL OR conversation_id = %(c)s)"
                                 " AND (%(t)s::text IS NULL OR turn_id = %(t)s)",
                                 {"m": memory_id, "c": conversation_id, "t": turn_id})
+
+    def turns_to_read(self, project_id: str, episode_ids: Sequence[str]) -> list[TurnBefore]:
+        with self._db.connection() as conn:
+            return to_read(conn, project_id, episode_ids)
+
+    def store_read_windows(self, project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
+        with self._db.connection() as conn, conn.transaction():
+            return store_read(conn, project_id, windows)
 
     def search_similar(
         self, project_id: str, embedding: Vector, *, memory_ids: Sequence[str] | None = None, limit: int = 10

@@ -124,10 +124,10 @@ class PostgresImporter:
                 ([a for a, _ in pairs], [b for _, b in pairs], project_id),
             )
 
-    def insert_episodes(self, project_id: str, memory_id: str, episodes: Sequence[ImportedEpisode]) -> int:
-        """Returns how many were stored (an event id the project already has is skipped)."""
+    def insert_episodes(self, project_id: str, memory_id: str, episodes: Sequence[ImportedEpisode]) -> list[str]:
+        """Returns the ids of those stored (an event id the project already has is skipped)."""
         if not episodes:
-            return 0
+            return []
         stored_ids: list[str] = []
         with self._connection() as conn:
             for ep in episodes:
@@ -144,7 +144,7 @@ class PostgresImporter:
                     write_windows(conn, row, ep.windows)
                     stored_ids.append(str(row["id"]))
             refresh(conn, project_id, stored_ids, neighbours=True)  # each turn reads the turns around it
-        return len(stored_ids)
+        return stored_ids
 
 
 def _entry_row(project_id: str, memory_id: str, item: ImportedEntry) -> tuple[Any, ...]:

@@ -112,9 +112,9 @@ class PostgresLifecycle:
             runs = conn.execute("DELETE FROM extraction_runs WHERE project_id = %s AND episode_id = ANY(%s::text[])",
                                 (project_id, episode_ids)).rowcount if episode_ids else 0
             # the turns around them read their neighbours again (episode_context.py)
-            episodes = delete_turns(conn, project_id, "id = ANY(%(ids)s::text[])", {"ids": episode_ids})
+            turns = delete_turns(conn, project_id, "id = ANY(%(ids)s::text[])", {"ids": episode_ids})
             entities = _delete_orphans(conn, project_id, sorted({*entity_ids, found["id"]}))
-        return Forgotten(_counts(len(deletion.deleted), episodes, runs, entities), deletion.cleared)
+        return Forgotten(_counts(len(deletion.deleted), turns.count, runs, entities), deletion.cleared, turns.around)
 
     def purge_memory(self, project_id: str, memory_id: str) -> Forgotten:
         with self._db.connection() as conn:
