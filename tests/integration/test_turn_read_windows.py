@@ -106,22 +106,33 @@ def test_a_short_reply_is_found_by_meaning_through_what_it_answers(api: ApiClien
     assert reply["content"] == "user: Half past nine, do not be late."  # the passage shown is its own
 
 
-def test_turns_stored_while_the_model_was_down_get_their_window_from_reembed(
+def test_turns_stored_while_the_model_was_down_get_their_window_from_a_retry_or_reembed(
         api: ApiClient, container: Container) -> None:
-    memory = str(api.post("/v1/memories", {"name": "model down"}).json["id"])
-    project_id = str(api.get(f"/v1/memories/{memory}").json["project_id"])
-    ports = TurnPorts(memories=container.memories, episodes=container.episodes, embedder=FailingEmbedder(), queue=None)
-    record_turns(ports, project_id, memory, TurnsRequest(conversation_id="c", turns=[
+    retried, left = _memory(api), _memory(api)
+    project_id = str(api.get(f"/v1/memories/{retried}").json["project_id"])
+    request = TurnsRequest(conversation_id="c", turns=[
         TurnInput(turn_id="1", role="user", content="Is the lake frozen yet?"),
-        TurnInput(turn_id="2", role="assistant", content="Not until January.")]))
-    stored, expected = _read_windows(container, memory)
-    assert stored == {} and len(expected) == 1
+        TurnInput(turn_id="2", role="assistant", content="Not until January.")])
+    down = TurnPorts(memories=container.memories, episodes=container.episodes, embedder=FailingEmbedder(), queue=None)
+    up = TurnPorts(memories=container.memories, episodes=container.episodes, embedder=container.embedder, queue=None)
     repair = PostgresEmbeddingRepair(container.database)
-    assert repair.count_unread() >= 1
+    # the same request sent again once the model answers: the turns are stored, their windows are completed
+    record_turns(down, project_id, retried, request)
+    assert _read_windows(container, retried)[0] == {}
+    assert [t.created for t in record_turns(up, project_id, retried, request).turns] == [False, False]
+    assert _assert_current(container, container.embedder, retried) == 1
+    # left as they were, memory-engine reembed gives them their own windows and the one over the turn before
+    record_turns(down, project_id, left, request)
+    stored, expected = _read_windows(container, left)
+    assert stored == {} and len(expected) == 1 and repair.count_unread() >= 1
     repaired = reembed_missing(repair, container.embedder, tables=["episodes"])
-    assert repaired["episodes"] >= 3  # two turns' own windows, one window over the turn before
-    assert _assert_current(container, container.embedder, memory) == 1
+    assert repaired["episodes"] >= 3  # two turns' own windows (and the retried ones'), one window over the turn before
+    assert _assert_current(container, container.embedder, left) == 1
     assert repair.count_unread() == 0
+
+
+def _memory(api: ApiClient) -> str:
+    return str(api.post("/v1/memories", {"name": "model down"}).json["id"])
 
 
 def test_an_imported_conversation_reads_the_turns_before_its_turns(

@@ -65,7 +65,8 @@ def record_turns(ports: TurnPorts, project_id: str, memory_id: str, request: Tur
     new = [_new_episode(project_id, memory_id, request.conversation_id, turn, now, row_id)
            for turn, row_id in zip(request.turns, row_ids, strict=True)]
     stored = ports.episodes.store_turns(new, embed_windows(ports.embedder, [episode.transcript for episode in new]))
-    read_turns_before(ports.episodes, ports.embedder, project_id, [episode.id for episode, created in stored if created])
+    # every turn of the request, not only the new ones: a retry completes what a failed model left
+    read_turns_before(ports.episodes, ports.embedder, project_id, [episode.id for episode, _ in stored])
     recorded = [RecordedTurn(id=episode.id, turn_id=episode.turn_id or "", created=created,
                              occurred_at=episode.occurred_at) for episode, created in stored]
     if not request.extract:
