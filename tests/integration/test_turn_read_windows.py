@@ -16,6 +16,7 @@ from memory_engine.adapters.postgres.embedding_repair import PostgresEmbeddingRe
 from memory_engine.bootstrap import Container
 from memory_engine.domain.turns import READ_BEFORE_WINDOW, TurnInput, TurnsRequest, read_after
 from memory_engine.ports.embedder import Embedder
+from memory_engine.ports.episodes import TurnBefore
 from memory_engine.services.reembed import reembed_missing
 from memory_engine.services.turns import TurnPorts, record_turns
 from tests.conftest import KeyFactory
@@ -146,3 +147,22 @@ def test_an_imported_conversation_reads_the_turns_before_its_turns(
                              headers={"content-type": "application/x-ndjson"})
     assert imported.status == 201, imported.json
     assert _assert_current(container, container.embedder, imported.json["memory"]["id"]) == 2
+
+
+def test_a_late_or_stale_write_never_undoes_a_current_window(api: ApiClient, container: Container) -> None:
+    # Given two turns, the second with its window over the first
+    memory = str(api.post("/v1/memories", {"name": "late writes"}).json["id"])
+    project_id = str(api.get(f"/v1/memories/{memory}").json["project_id"])
+    _record(api, memory, "c", [("1", "Where is the spare key?", None), ("2", "Under the blue flower pot.", None)])
+    before, _ = _read_windows(container, memory)
+    (second, (first, vector)), = before.items()
+    noise = np.asarray(container.embedder.embed_documents(["something else entirely"])[0])
+    # When a request that read another turn before it (since deleted or moved), or one that read the same
+    # turn but comes second, stores its window
+    stale = TurnBefore(second, "epi_not_the_turn_before", "user: x\nuser: y")
+    late = TurnBefore(second, first, "user: x\nuser: y")
+    assert container.episodes.store_read_windows(project_id, [(stale, noise), (late, noise)]) == 0
+    # Then the window stored first stands, as it was
+    after, _ = _read_windows(container, memory)
+    assert after.keys() == {second} and after[second][0] == first
+    assert float(np.dot(after[second][1], vector)) > 0.999

@@ -102,6 +102,7 @@ _STORE_READ: Final = (
     " char_length(t.transcript), g.v::vector, b.id"
     " FROM unnest(%(ids)s::text[], %(befores)s::text[], %(vectors)s::text[]) AS g(id, before_id, v)"
     f" JOIN episodes t ON t.id = g.id {_BEFORE} WHERE t.project_id = %(p)s AND b.id = g.before_id"
+    " ON CONFLICT (episode_id, window_index) DO NOTHING"
 )
 
 
@@ -175,15 +176,17 @@ def turns_before(rows: Sequence[Row]) -> list[tuple[str, TurnBefore]]:
 
 
 def store_read(conn: psycopg.Connection[Any], project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
-    """Each turn's window over the turn before it, replacing the one it had, where that turn is still
-    the one before it (under the memories' write locks, in ``conn``'s transaction); how many."""
+    """Each turn's window over the turn before it, where that turn is still the one before it and the
+    turn has no window over it yet (another request may have stored it meanwhile); a window over a
+    turn no longer before it goes (under the memories' write locks, in ``conn``'s transaction). How
+    many were stored."""
     ids = [turn.episode_id for turn, _ in windows]
     if not ids:
         return 0
     memories = conn.execute("SELECT DISTINCT memory_id FROM episodes WHERE project_id = %s AND id = ANY(%s::text[])"
                             " AND memory_id IS NOT NULL", (project_id, ids)).fetchall()
     lock_memories(conn, [str(r["memory_id"]) for r in memories])
-    conn.execute("DELETE FROM episode_windows WHERE episode_id = ANY(%s::text[]) AND read_episode_id IS NOT NULL", (ids,))
+    conn.execute(_STALE_READS, {"p": project_id, "ids": ids})
     return int(conn.execute(_STORE_READ, {"p": project_id, "ids": ids, "befores": [turn.before_id for turn, _ in windows],
                                           "vectors": [vector_text(vector) for _, vector in windows]}).rowcount)
 
