@@ -127,8 +127,9 @@ class EpisodeRepository(Protocol):
         ...
 
     def store_read_windows(self, project_id: str, windows: Sequence[tuple[TurnBefore, Vector]]) -> int:
-        """Each turn's window over the turn before it (replacing any it had), where that turn is
-        still the one before it; how many were stored."""
+        """Each turn's window over the turn before it, where that turn is still the one before it and
+        the turn has none over it yet (a window over a turn no longer before it goes); how many were
+        stored."""
         ...
 
     def search_similar(
