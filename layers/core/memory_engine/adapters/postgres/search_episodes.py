@@ -49,10 +49,12 @@ _ROW_COLUMNS = (
     f" left(ep.transcript, {EMBED_WINDOW_CHARS})) AS content"
 )
 
-#: The passage of an episode a result shows: the window holding the most of the query's lexemes,
-#: then the nearest to the query's vector, then the first.
+#: The passage of an episode a result shows: the window of its own transcript holding the most of
+#: the query's lexemes, then the nearest to the query's vector, then the first (a window over the
+#: turn before it spans the turn's one own window: the same passage, read once).
 _PASSAGE = (
     "LEFT JOIN LATERAL (SELECT w.start_char, w.end_char FROM episode_windows w WHERE w.episode_id = ep.id"
+    " AND w.read_episode_id IS NULL"
     " ORDER BY CASE WHEN %(text)s::text IS NULL THEN 0 ELSE (SELECT count(*) FROM unnest(to_tsvector('english',"
     " substr(ep.transcript, w.start_char + 1, w.end_char - w.start_char))) l"
     " WHERE l.lexeme = ANY(tsvector_to_array(to_tsvector('english', %(text)s::text)))) END DESC,"
