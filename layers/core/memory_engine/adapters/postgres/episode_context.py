@@ -46,6 +46,7 @@ _NEXT_TO = (
 _BEFORE: Final = _NEXT_TO.format(n_at=_AT.format(a="n"), t_at=_AT.format(a="t"), op="<", order="DESC", name="b")
 _AFTER: Final = _NEXT_TO.format(n_at=_AT.format(a="n"), t_at=_AT.format(a="t"), op=">", order="ASC", name="a")
 
+
 def _turns(where: str) -> str:
     """The turns of a conversation that meet ``where`` (conditions on ``t``), with the turns right
     before (``b``) and after (``a``) each."""
@@ -69,11 +70,14 @@ _REFRESH: Final = (
 
 _AROUND: Final = f"SELECT b.id AS before_id, a.id AS after_id {_TURNS}"
 
-#: Windows over a turn that is no longer the one before theirs (a turn was recorded between them).
+#: Windows of ``%(ids)s`` over a turn that is no longer the one before theirs (a turn was recorded
+#: between them; a deleted one took its windows with it).
 _STALE_READS: Final = (
-    f"DELETE FROM episode_windows w USING (SELECT t.id, b.id AS before_id {_TURNS}) c"  # noqa: S608 - module constants; values are bound parameters
+    f"DELETE FROM episode_windows w USING (SELECT t.id, b.id AS before_id FROM episodes t {_BEFORE}"  # noqa: S608 - module constants; values are bound parameters
+    " WHERE t.project_id = %(p)s AND t.id = ANY(%(ids)s::text[])) c"
     " WHERE w.episode_id = c.id AND w.read_episode_id IS NOT NULL AND w.read_episode_id IS DISTINCT FROM c.before_id"
 )
+
 
 def _unread(where: str) -> str:
     """The turns that meet ``where`` and fit in one window with the turn before them
@@ -150,11 +154,15 @@ def around(conn: psycopg.Connection[Any], project_id: str, episode_ids: Sequence
 
 def refresh(conn: psycopg.Connection[Any], project_id: str, episode_ids: Sequence[str], *, neighbours: bool) -> None:
     """Each of ``episode_ids`` (and with ``neighbours``, the turns right before and after each)
-    reads the turns around it now."""
+    reads the turns around it now. With ``neighbours`` (turns stored among others), a turn whose
+    turn before changed also loses its window over the old one; without (the turn before an appended
+    batch, the turns around deleted ones), no turn's turn before changed but by a deletion, whose
+    windows went with it."""
     targets = sorted({*episode_ids, *(around(conn, project_id, episode_ids) if neighbours else ())})
     if targets:
         conn.execute(_REFRESH, {"p": project_id, "ids": targets})
-        conn.execute(_STALE_READS, {"p": project_id, "ids": targets})
+        if neighbours:
+            conn.execute(_STALE_READS, {"p": project_id, "ids": targets})
 
 
 def to_read(conn: psycopg.Connection[Any], project_id: str, episode_ids: Sequence[str]) -> list[TurnBefore]:
