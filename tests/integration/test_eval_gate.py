@@ -86,7 +86,7 @@ def test_negatives_gate(container: Container) -> None:
 
 #: BEAM's first three 100K conversations (``memory-engine eval beam --sizes 100K --conversations 3``):
 #: evidence recall@10 over their 54 questions with evidence.
-BEAM_SUBSET = {"hybrid": 0.621, "keyword_only": 0.516, "vector_only": 0.626}
+BEAM_SUBSET = {"hybrid": 0.692, "keyword_only": 0.516, "vector_only": 0.626}
 
 
 @pytest.mark.slow
@@ -97,13 +97,11 @@ def test_beam_gate_on_three_conversations(container: Container) -> None:
     report = beam.evaluate(container, conversations, project="gate-beam")
     got = {row: report.table.mean(row, "overall", "R@10") for row in (*BEAM_SUBSET, "plain BM25 (bm25s)")}
     print("\nBEAM subset R@10:", {k: round(v, 3) for k, v in got.items()})
-    # Then every row holds its recorded figure and fusion is ahead of keyword alone and of plain BM25,
-    # and level with the vector signal alone: since a turn's own vector that signal is as strong as
-    # fusion on BEAM's 100K conversations (here 0.626 against 0.621, a question's worth of these 54;
-    # over the first five 0.581 against 0.560, and 0.575 against 0.568 before turns were embedded as
-    # transcript lines; hybrid ahead by 0.014 over the 28 dev conversations: docs/retrieval.md). A
-    # fusion that collapses to its weaker list (issue 35: 0.263 against 0.393) is far outside this.
+    # Then every row holds its recorded figure and fusion is ahead of every signal alone and of plain
+    # BM25: since a question in the first person lifts the user's own turns (docs/retrieval.md, "Who
+    # a row is about, and who asks") by 0.066 over the vector signal here (0.692 against 0.626; 0.051
+    # over the first five, 0.086 over the 28 dev conversations; level with it, 0.621, before). A fusion
+    # that collapses to its weaker list (issue 35: 0.263 against 0.393) is far outside this.
     for row, floor in BEAM_SUBSET.items():
         assert got[row] >= floor - MARGIN, f"{row} R@10 {got[row]:.3f} < {floor} - {MARGIN}"
-    assert got["hybrid"] > max(got["keyword_only"], got["plain BM25 (bm25s)"])
-    assert got["hybrid"] >= got["vector_only"] - MARGIN / 2
+    assert got["hybrid"] > max(got["keyword_only"], got["plain BM25 (bm25s)"], got["vector_only"])

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from memory_engine.domain.entries import USER, USER_NAMES
 from memory_engine.domain.fusion import fuse
-from memory_engine.domain.query_text import date_mentions
+from memory_engine.domain.query_text import date_mentions, speaker_names
 from memory_engine.domain.relevance import relevance
 from memory_engine.domain.rrf import rrf
 from memory_engine.domain.search_config import HYBRID, PRESETS, Signal
@@ -153,3 +154,36 @@ def test_rows_are_read_when_fusion_reads_more_than_one_list_gives() -> None:
     [read] = fused_ranking(plan, vector_list, on_the_day)
     [listed] = fused_ranking(plan, vector_list, listed_candidates(vector_list, "memory"))
     assert read.evidence is not None and read.evidence.dated and read.estimate > listed.estimate
+
+
+def test_a_query_in_the_first_person_names_the_user() -> None:
+    assert USER in USER_NAMES and "the user" in USER_NAMES  # as extracted facts call an unnamed user
+    assert speaker_names("What deadline did I set for the deployment?") == USER_NAMES
+    assert speaker_names("what did i say about my schema") == USER_NAMES
+    assert speaker_names("I'm not sure which port is mine") == USER_NAMES
+    assert speaker_names("Remind me of the meeting time") == USER_NAMES
+    # the plural takes in the assistant as well; words that merely contain the letters are not pronouns
+    assert speaker_names("What did we decide about our schema?") == ()
+    assert speaker_names("Which iPhone model runs the mime parser?") == ()
+    assert speaker_names("What did Caroline paint?") == ()
+
+
+def test_the_user_named_by_a_pronoun_lifts_the_users_rows_as_a_named_subject_does() -> None:
+    # Given the assistant's reply, which the signals rank first, and the user's own turn below it
+    mine, reply = turn(1), turn(2)
+    candidates = {mine: Candidate(similarity=0.6, subjects=(USER,)), reply: Candidate(similarity=0.7, subjects=("assistant",))}
+    lists = RankedLists()
+    lists.add(("memory", Signal.VECTOR), [reply, mine])
+    lists.scores[("memory", Signal.VECTOR)] = [0.7, 0.6]
+    asked = lambda text: SignalQuery(text=text, embedding=None, signals=HYBRID.signals, depth=30,  # noqa: E731
+                                     speakers=speaker_names(text))
+    order = lambda query, config=HYBRID: [r.key for r in fused_ranking(SearchPlan(query, SCOPES, config), lists, candidates)]  # noqa: E731
+    # When the user asks in the first person, their turn is first, lifted by the subject boost
+    assert order(asked("what deadline did I set")) == [mine, reply]
+    # (which needs the rows' subjects read, even where the list holds all else fusion reads of them)
+    bare = HYBRID.model_copy(update={"neighbour_weight": 0.0})
+    assert SearchPlan(asked("what deadline did I set"), SCOPES, bare).reads_rows(lists, "memory")
+    assert not SearchPlan(asked("what deadline was set"), SCOPES, bare).reads_rows(lists, "memory")
+    # and not when the question does not speak of its asker, nor without a subject boost
+    assert order(asked("what deadline was set")) == [reply, mine]
+    assert order(asked("what deadline did I set"), HYBRID.model_copy(update={"subject_boost": 0.0})) == [reply, mine]

@@ -86,6 +86,14 @@ def normalize_entity_name(name: str) -> str:
 _SPEAKER_PREFIX = re.compile(r"([^:\n]{1,60}):\s+\S")
 
 
+#: The speaker name of an agent's user, as the subject feature of search compares names: a turn
+#: recorded with role ``user``, a fact whose subject or speaker is ``user`` (any case). A query in
+#: the first person names it (domain.query_text.speaker_names), and ``the user``, how an extracted
+#: fact calls a user whose name is not known (prompts/extraction_v1.md).
+USER = "user"
+USER_NAMES = (USER, "the user")
+
+
 def speaker_of(content: str) -> str | None:
     """The speaker of a turn written as ``"<speaker>: <text>"``, else None."""
     match = _SPEAKER_PREFIX.match(content.strip())

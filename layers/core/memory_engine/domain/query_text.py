@@ -1,4 +1,4 @@
-"""Pure helpers that read a query's text: entity-name candidates, keyword mode, dates named."""
+"""Pure helpers that read a query's text: entity-name candidates, keyword mode, dates named, who asks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memory_engine.domain.entities import normalize_entity_name
+from memory_engine.domain.entries import USER_NAMES
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _WEBSEARCH_SYNTAX = re.compile(r'"|(^|\s)-\w|\s(or)\s', re.IGNORECASE)
@@ -36,6 +37,19 @@ def name_candidates(query: str, *, max_words: int = MAX_NAME_WORDS) -> list[str]
             if len(out) >= MAX_CANDIDATES:
                 return list(out)
     return list(out)
+
+
+#: The first person singular: the one asking speaks of themselves ("what deadline did I set?", "my
+#: schema"). The plural is not in it: "we" and "our" take in the assistant as well.
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def speaker_names(query: str) -> tuple[str, ...]:
+    """Who the query names by a pronoun, as speakers' names: the user's (:data:`USER_NAMES`) when it
+    speaks in the first person singular. An agent searches its memory with what its user asks, so
+    "I" is the user, whose turns (role ``user``) and facts (subject ``user``) it asks about, as
+    "what did Caroline say" asks about Caroline's."""
+    return USER_NAMES if _FIRST_PERSON.search(query) else ()
 
 
 def uses_websearch_syntax(query: str) -> bool:

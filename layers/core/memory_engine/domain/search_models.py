@@ -300,8 +300,9 @@ class RankedLists:
 class Candidate:
     """A row considered for the final ranking, with what fusion reads of it: its cosine to the
     query, its BM25 score under the query's statistics, the rows right before it in its
-    conversation (or document), nearest first, and for a fact its subject entities (normalized
-    names) and ``valid_from``. The row itself is read only if it makes the page."""
+    conversation (or document), nearest first, who it is about (normalized names: a fact's subject
+    entities and ``subject``, a turn's speaker, ``user`` for a user's turn) and ``valid_from``. The
+    row itself is read only if it makes the page."""
 
     similarity: float | None = None
     bm25: float = 0.0
@@ -320,6 +321,9 @@ class SignalQuery:
     signals: frozenset[Signal]
     depth: int
     entity_names: tuple[str, ...] = ()
+    #: Who the query names by a pronoun (``"user"`` for "what did I ...": domain.query_text.speaker_names):
+    #: compared with the rows' subjects by the subject boost alone, never looked up as entities.
+    speakers: tuple[str, ...] = ()
     entity_top_k: int = 3
     entity_min_similarity: float = 0.75
     ef_search: int = 40

@@ -74,7 +74,7 @@ class SearchPlan:
         config, query = self.config, self.query
         if self.window or config.recency_weight > 0:
             return True
-        if (config.subject_boost and query.entity_names) or query.dates:
+        if (config.subject_boost and (query.entity_names or query.speakers)) or query.dates:
             return True
         own = [signal for (s, signal) in lists.lists if s == source]
         if own == [Signal.VECTOR]:
@@ -144,7 +144,7 @@ def fused_ranking(
         return [RankedRow(f.key, f.score, f.ranks) for f in rrf(lists.lists, k=config.rrf_k, weights=weights)]
     if plan.window:
         candidates = within_reach(candidates, lists, plan.expanded(lists), plan.window)
-    names = frozenset(plan.query.entity_names) if config.subject_boost else frozenset()
+    names = frozenset((*plan.query.entity_names, *plan.query.speakers)) if config.subject_boost else frozenset()
     found = evidence(lists, candidates, plan.query.dates, strict=plan.query.keyword_strict)
     return [
         RankedRow(s.key, s.score, s.ranks, found[s.key])

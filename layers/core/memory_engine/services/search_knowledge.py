@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from memory_engine.domain import supersession
-from memory_engine.domain.query_text import date_mentions, name_candidates, uses_websearch_syntax
+from memory_engine.domain.query_text import date_mentions, name_candidates, speaker_names, uses_websearch_syntax
 from memory_engine.domain.relevance import Evidence, along_ranking, kept
 from memory_engine.domain.render import render
 from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
@@ -152,6 +152,7 @@ def _plan(request: SearchRequest, config: SearchConfig, scopes: Scopes, query_ve
         # the names a query may mention: read by the entity signal and the subject boost alone
         entity_names=tuple(name_candidates(request.query))
         if request.query and (Signal.ENTITY in signals or config.subject_boost) else (),
+        speakers=speaker_names(request.query) if request.query and config.subject_boost else (),
         entity_top_k=config.entity_top_k,
         entity_min_similarity=config.entity_min_similarity,
         ef_search=max(config.ef_search, config.depth(request.limit)),

@@ -32,7 +32,7 @@ from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
 from memory_engine.adapters.postgres.search_rows import document_result, listed_episode, memory_result, page_rows
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.adapters.postgres.stats_cache import StatsCache
-from memory_engine.domain.entries import normalize_entity_name, speaker_of
+from memory_engine.domain.entries import USER, normalize_entity_name, speaker_of
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     AnyResult,
@@ -367,13 +367,18 @@ def _listed(ranked: RankedLists, sources: Sequence[SourceType]) -> dict[ResultKe
 
 def _subjects(row: Row) -> tuple[str, ...]:
     """Who a candidate is about, as the subject boost compares them with the query's names: a fact's
-    subject entities (normalized by the entity table), a turn's speaker when its message opens with
-    one (episodes' ``opening``: the rule a fact written as ``"<speaker>: <text>"`` follows,
-    :func:`memory_engine.domain.entries.speaker_of`); chunks have none."""
-    if row.get("subjects"):
-        return tuple(row["subjects"])
+    subject entities and ``subject``; a turn's speaker when its ``opening`` names one
+    (:func:`memory_engine.domain.entries.speaker_of`); ``USER`` for an episode of role ``user`` (whom
+    a query in the first person asks about). Chunks have none."""
+    names = list(row.get("subjects") or ())
+    if row.get("subject"):
+        names.append(normalize_entity_name(row["subject"]))
     speaker = speaker_of(row["opening"]) if row.get("opening") else None
-    return (normalize_entity_name(speaker),) if speaker else ()
+    if speaker:
+        names.append(normalize_entity_name(speaker))
+    if row.get("role") == USER:
+        names.append(USER)
+    return tuple(dict.fromkeys(names))
 
 
 def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:

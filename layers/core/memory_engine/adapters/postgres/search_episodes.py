@@ -21,7 +21,7 @@ from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.adapters.postgres.search_memories import memories_in_scope
 from memory_engine.adapters.postgres.search_memories import scope_params as memory_scope_params
-from memory_engine.adapters.postgres.search_sql import Params, SearchTable
+from memory_engine.adapters.postgres.search_sql import OPENING_CHARS, Params, SearchTable
 from memory_engine.domain.entities import EMBED_WINDOW_CHARS
 from memory_engine.domain.search_models import MemoryScope, ScoredKeys, SignalQuery
 from memory_engine.domain.vectors import Vector
@@ -100,25 +100,23 @@ def _neighbours(scope: MemoryScope) -> str:
     return search_sql.neighbours_of_top("episodes", "conversation_id", _turn_sql("c", scope, "<"), _turn_sql("c", scope, ">"))
 
 
-#: How much of a turn's message a candidate read returns for its speaker (:data:`OPENING`): a
-#: speaker prefix is at most 60 characters and its colon (domain.entries.speaker_of).
-OPENING_CHARS: Final = 80
-
 #: The start of the message of an episode of one message, where a turn written as
-#: ``"<speaker>: <text>"`` names who said it (read by the candidates' ``subjects``; NULL for an
-#: episode of several messages, whose transcript is ``role: content`` lines).
+#: ``"<speaker>: <text>"`` names who said it, and its role (a user's turn is the user's:
+#: domain.entries.USER); both read by the candidates' ``subjects``, NULL for an episode of several
+#: messages, whose transcript is ``role: content`` lines.
 OPENING: Final = (
-    f"CASE WHEN jsonb_array_length(ep.messages) = 1 THEN left(ep.messages -> 0 ->> 'content', {OPENING_CHARS}) END"
+    f"CASE WHEN jsonb_array_length(ep.messages) = 1 THEN left(ep.messages -> 0 ->> 'content', {OPENING_CHARS}) END AS opening,"
+    " CASE WHEN jsonb_array_length(ep.messages) = 1 THEN ep.messages -> 0 ->> 'role' END AS role"
 )
 
 
 def _candidate_columns(scope: MemoryScope) -> str:
     """``valid_from`` (when it was said: the recency and date features read it as a fact's),
     ``prev_ids`` (up to ``%(window)s`` episodes before it in its conversation, nearest first) and
-    ``opening`` (:data:`OPENING`: its speaker, as a fact's ``subjects``)."""
+    ``opening`` and ``role`` (:data:`OPENING`: its speaker, as a fact's ``subjects``)."""
     prev = (f"CASE WHEN ep.conversation_id IS NULL OR %(window)s = 0 THEN NULL"
             f" ELSE ARRAY({_turn_sql('ep', scope, '<')}) END AS prev_ids")
-    return f"ep.occurred_at AS valid_from, {prev}, {OPENING} AS opening"
+    return f"ep.occurred_at AS valid_from, {prev}, {OPENING}"
 
 
 class EpisodesInScope(search_sql.ScopedSource[MemoryScope]):

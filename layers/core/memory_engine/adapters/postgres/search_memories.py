@@ -18,7 +18,7 @@ from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.entry_sql import ENTITIES_OF, not_expired
 from memory_engine.adapters.postgres.lanes import PlanValue
 from memory_engine.adapters.postgres.search_restatements import PAGE_STATEMENTS, RESTATED_WITH
-from memory_engine.adapters.postgres.search_sql import ExtraColumn, Params, SearchTable
+from memory_engine.adapters.postgres.search_sql import OPENING_CHARS, ExtraColumn, Params, SearchTable
 from memory_engine.domain.query_text import periods
 from memory_engine.domain.search_models import MemoryScope, ResultKey, SignalQuery
 from memory_engine.domain.vectors import Vector
@@ -356,10 +356,15 @@ def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> 
     )
 
 
-#: A fact's subject entities (normalized names), for the subject boost.
+#: Who a fact is about, for the subject boost: its subject entities (normalized names), its
+#: ``subject`` as written (an entity or not), and for a turn of a conversation (written with
+#: ``source_conversation_id``, not extracted: domain.entries.is_turn) the start of its content,
+#: where ``"<speaker>: <text>"`` names who said it (search._subjects reads the last two).
 _SUBJECTS = (
-    "ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"
-    " WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects"
+    "ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"  # noqa: S608 - fixed fragments and a module constant
+    " WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects, e.subject,"
+    " CASE WHEN e.source_conversation_id IS NOT NULL AND e.source_type <> 'extraction'"
+    f" THEN left(e.content, {OPENING_CHARS}) END AS opening"
 )
 
 
@@ -371,7 +376,7 @@ def _neighbours(scope: MemoryScope) -> str:
 
 def _candidate_columns(scope: MemoryScope) -> str:
     """``valid_from``, ``prev_ids`` (up to ``%(window)s`` live entries before it in its
-    conversation, nearest first) and ``subjects``."""
+    conversation, nearest first) and who it is about (:data:`_SUBJECTS`)."""
     before = _neighbour_sql("e", "p", scope, "<")
     prev = f"CASE WHEN e.source_conversation_id IS NULL OR %(window)s = 0 THEN NULL ELSE ARRAY({before}) END AS prev_ids"
     return f"e.valid_from, {prev}, {_SUBJECTS}"

@@ -31,6 +31,10 @@ from memory_engine.domain.vectors import Vector
 Params = dict[str, Any]
 Scope = TypeVar("Scope", MemoryScope, DocumentScope)
 
+#: How much of a turn's message a candidate read returns for its speaker (the candidates'
+#: ``opening``): a speaker prefix is at most 60 characters and its colon (domain.entries.speaker_of).
+OPENING_CHARS: Final = 80
+
 #: The no-embedding entity ordering ORs the query's lexemes minus those in more than this share
 #: of the rows (planner statistics): they rank nothing.
 COMMON_SHARE: Final = 0.02
