@@ -159,3 +159,22 @@ def test_a_keyword_statement_reports_shares_read_before_an_analyze(container: Co
     for text in ("lantern", "harbour"):
         with pytest.raises(bm25.SharesOutdated):
             keyword(text, current)
+
+
+def test_rows_holding_two_of_the_querys_words_are_read_before_the_budget_runs_out(container: Container) -> None:
+    # Given a memory where the query's rarer word is on more facts than a budget of 10 hits reads, and
+    # the one fact that also holds its other word was written last (a read of the rarer word alone
+    # in the index's order reaches it after the budget is spent)
+    seed = Seeder(container, "bm25-pairs")
+    memory = seed.memory("quays")
+    lanterns = [seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
+    quays = [seed.fact(memory, f"quay wall section {i} was rebuilt in stone", embed=False) for i in range(40)]
+    target = seed.fact(memory, "a lantern lights the quay at night", embed=False)
+    # When it is searched with both words, the scope read as a large one would be
+    request = SearchRequest(query="lantern quay", memory_ids=[memory], limit=10, min_score=0)
+    with index_with(container, hits_budget=10, local_scope=0) as index:
+        response = search_knowledge(index, container.embedder, project_id=seed.project_id, request=request,
+                                    config=PRESETS["keyword_only"])
+    # Then the rows holding both words are read first, and the one that does ranks first
+    found = [r.id for r in response.results]
+    assert found[0] == target and set(found) <= {target, *lanterns, *quays}
