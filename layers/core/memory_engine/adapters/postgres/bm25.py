@@ -246,6 +246,11 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
     else:
         picked = "picked AS (SELECT id FROM coarse)"
     first = "row_number() OVER () = 1"
+
+    def gin_read(tsq: str) -> str:
+        """The scope's rows matching ``tsq`` (a column of the statement), through the GIN index, DF_CAP at most."""
+        return f"SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ {tsq} LIMIT {DF_CAP}"  # noqa: S608 - fixed fragments and module constants
+
     if local:  # each lexeme's share of the scope's own rows (at most DF_CAP counted); every lexeme read
         shares = f"""shares AS (
             SELECT l.lexeme, l.tsq, 0::float8 AS total,
@@ -273,14 +278,14 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                 SELECT l.lexeme, l.ord, h.id, 0 AS phase
                 FROM (SELECT * FROM pairs ORDER BY ord2, ord1) p
                 CROSS JOIN LATERAL (
-                    SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ p.tsq LIMIT {DF_CAP}
+                    {gin_read("p.tsq")}
                 ) h
                 CROSS JOIN LATERAL (VALUES (p.a, p.ord1), (p.b, p.ord2)) l(lexeme, ord)
                 UNION ALL
                 SELECT q.lexeme, q.ord, h.id, 1 AS phase
                 FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
                 CROSS JOIN LATERAL (
-                    SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ q.tsq LIMIT {DF_CAP}
+                    {gin_read("q.tsq")}
                 ) h
             ) f
             LIMIT {limits.hits_budget}
