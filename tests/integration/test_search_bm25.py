@@ -178,3 +178,25 @@ def test_rows_holding_two_of_the_querys_words_are_read_before_the_budget_runs_ou
     # Then the rows holding both words are read first, and the one that does ranks first
     found = [r.id for r in response.results]
     assert found[0] == target and set(found) <= {target, *lanterns, *quays}
+
+
+def test_the_budget_counts_rows_read_so_a_row_found_by_a_pair_spends_one_read(container: Container) -> None:
+    # Given a memory where 8 facts hold both of the query's words, and the one that says them most
+    # (twice each) was written last, behind the other 7 in the index's order; a budget of 10 reads
+    # reaches all 8 when a row found by a pair spends one read (not one for each of its two words)
+    seed = Seeder(container, "bm25-pair-reads")
+    memory = seed.memory("quays")
+    for i in range(30):
+        seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False)
+    for i in range(40):
+        seed.fact(memory, f"quay wall section {i} was rebuilt in stone", embed=False)
+    pairs = [seed.fact(memory, f"lantern {i} stands by the quay", embed=False) for i in range(7)]
+    target = seed.fact(memory, "lantern quay, the quay lantern", embed=False)
+    # When it is searched with both words, the scope read as a large one would be
+    request = SearchRequest(query="lantern quay", memory_ids=[memory], limit=10, min_score=0)
+    with index_with(container, hits_budget=10, local_scope=0) as index:
+        response = search_knowledge(index, container.embedder, project_id=seed.project_id, request=request,
+                                    config=PRESETS["keyword_only"])
+    # Then all 8 rows holding both are read and rescored, and the one that says both twice ranks first
+    found = [r.id for r in response.results]
+    assert found[0] == target and set(found[1:8]) == set(pairs)

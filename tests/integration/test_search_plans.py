@@ -198,8 +198,8 @@ def test_a_small_memory_is_planned_as_small(container: Container, seeded: dict[s
     try:
         plans = explain(container, mems.keyword, seeded["project_id"], MemoryScope(memory_ids=(small,)),
                         query(Signal.KEYWORD), (20, 20.0, 40.0), shares)
-        # (the GIN reads: the rows found, by the query's word pairs and by each word)
-        hits = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE found"]
+        # (the GIN reads: the rows read, by the query's word pairs and by each word)
+        hits = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE reads"]
         conditions = [node.get("Index Cond", "") for node in _nodes(hits)]
         # the memory's own rows (its id a literal the planner weighs), met with the lexeme's
         assert any(small in cond and "memory_id" in cond for cond in conditions), conditions

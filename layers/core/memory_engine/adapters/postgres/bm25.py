@@ -32,13 +32,15 @@ analyzer as the indexed column). Where the statistics come from, per query and s
   signal 0.05 R@10 below a plain BM25 index over the same messages (docs/retrieval.md).
 
 Which rows are read first: when the scanned lexemes' rows are more than the budget (their shares
-times ``N``), the rows holding two of them, pair by pair from the rarest pair (each such row
-counts once per lexeme), then each lexeme's rows, rarest first (once the rarest lexeme alone fills
+times ``N``), the rows holding two of them, pair by pair from the rarest pair (each such row is
+found by both lexemes), then each lexeme's rows, rarest first (once the rarest lexeme alone fills
 the budget, a read of its rows in the index's order finds rows that hold nothing else of the query,
-and BM25's best rows are those that hold several of its rare words: on the 28 BEAM dev
-conversations written into one memory of 13,610 rows, keyword-only R@10 0.246 with single-lexeme
-reads, 0.334 with pairs first, 0.359 reading every hit, plain BM25 0.357; docs/retrieval.md).
-A scope whose rows all fit is read as before, lexeme by lexeme.
+and BM25's best rows are those that hold several of its rare words). The budget counts rows read
+(what a statement's work is): a row a pair finds is one read, not one per lexeme. On the 28 BEAM
+dev conversations written into one memory of 13,610 rows, keyword-only R@10 0.246 with
+single-lexeme reads, 0.331 with pairs first, 0.338 with a pair's row one read, 0.359 reading every
+hit, plain BM25 0.357 (docs/retrieval.md). A scope whose rows all fit is read as before, lexeme by
+lexeme.
 
 Ranking runs in two stages inside one statement: every row found is scored by the idf of the
 lexemes it was found by (nothing of the row is read: a chunk's tsvector is often stored out of
@@ -63,7 +65,7 @@ K1: Final = 1.2
 B: Final = 0.75
 #: Rows read per query lexeme through the GIN index (its df is exact below this) ...
 DF_CAP: Final = 1_000
-#: ... and for the whole query, rarest lexemes first (planner statistics order them): enough to
+#: ... and rows read for the whole query, rarest lexemes first (planner statistics order them): enough to
 #: find the rows the exact pass rescores. Reading hits is most of a statement's work (a heap page
 #: each); 600 -> 400 took 0.48 ms off each keyword statement at 100k for SciFact nDCG@10 -0.002
 #: (keyword alone and hybrid) and LoCoMo hybrid R@10 unchanged (docs/retrieval.md).
@@ -273,22 +275,24 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             SELECT x.lexeme AS a, y.lexeme AS b, x.tsq && y.tsq AS tsq, y.ord AS ord2, x.ord AS ord1
             FROM q x JOIN q y ON x.ord < y.ord WHERE (x.scanned OR x.ord = 1) AND y.scanned
               AND (SELECT sum(share) FROM q WHERE scanned OR ord = 1) * %(n)s > {limits.hits_budget}
-        ), found AS MATERIALIZED (
-            SELECT f.lexeme, f.ord, f.id, f.phase FROM (
-                SELECT l.lexeme, l.ord, h.id, 0 AS phase
+        ), reads AS MATERIALIZED (  -- the budget counts rows read: a pair's row is one read
+            SELECT f.a, f.ord1, f.b, f.ord2, f.id, f.phase FROM (
+                SELECT p.a, p.ord1, p.b, p.ord2, h.id, 0 AS phase
                 FROM (SELECT * FROM pairs ORDER BY ord2, ord1) p
                 CROSS JOIN LATERAL (
                     {gin_read("p.tsq")}
                 ) h
-                CROSS JOIN LATERAL (VALUES (p.a, p.ord1), (p.b, p.ord2)) l(lexeme, ord)
                 UNION ALL
-                SELECT q.lexeme, q.ord, h.id, 1 AS phase
+                SELECT q.lexeme, q.ord, NULL, NULL, h.id, 1 AS phase
                 FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
                 CROSS JOIN LATERAL (
                     {gin_read("q.tsq")}
                 ) h
             ) f
             LIMIT {limits.hits_budget}
+        ), found AS MATERIALIZED (  -- each read under each lexeme it was found by
+            SELECT a AS lexeme, ord1 AS ord, id, phase FROM reads
+            UNION ALL SELECT b, ord2, id, phase FROM reads WHERE b IS NOT NULL
         ), hits AS MATERIALIZED (  -- a row found by a pair and by its lexeme's own read counts once
             SELECT DISTINCT lexeme, ord, id FROM found
         ), counted AS (
@@ -298,7 +302,7 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
             FROM q LEFT JOIN (SELECT lexeme, count(DISTINCT id) AS found, count(*) FILTER (WHERE phase = 1) AS single
                               FROM found GROUP BY lexeme) h USING (lexeme),
                  (SELECT count(*) AS total, max(phase) AS phase,
-                         coalesce(max(ord) FILTER (WHERE phase = 1), 0) AS last FROM found) t
+                         coalesce(max(ord1) FILTER (WHERE phase = 1), 0) AS last FROM reads) t
         ), idf AS MATERIALIZED (
             SELECT lexeme, ln(1 + (greatest(%(n)s, df) - df + 0.5) / (df + 0.5)) AS idf FROM (
                 SELECT lexeme, (CASE WHEN complete THEN found ELSE greatest(found, share * %(n)s, 1) END)::float8 AS df
