@@ -161,42 +161,43 @@ def test_a_keyword_statement_reports_shares_read_before_an_analyze(container: Co
             keyword(text, current)
 
 
-def test_rows_holding_two_of_the_querys_words_are_read_before_the_budget_runs_out(container: Container) -> None:
-    # Given a memory where the query's rarer word is on more facts than a budget of 10 hits reads, and
-    # the one fact that also holds its other word was written last (a read of the rarer word alone
-    # in the index's order reaches it after the budget is spent)
-    seed = Seeder(container, "bm25-pairs")
+def lanterns_and_quays(container: Container, project: str, *both: str) -> tuple[Seeder, str, list[str], list[str]]:
+    """A memory of 30 facts about lanterns and 40 about quays, then ``both`` (facts holding both words),
+    written in that order: ``(seeder, memory, lantern and quay facts, facts of both)``."""
+    seed = Seeder(container, project)
     memory = seed.memory("quays")
-    lanterns = [seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
-    quays = [seed.fact(memory, f"quay wall section {i} was rebuilt in stone", embed=False) for i in range(40)]
-    target = seed.fact(memory, "a lantern lights the quay at night", embed=False)
-    # When it is searched with both words, the scope read as a large one would be
+    one = [seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False) for i in range(30)]
+    one += [seed.fact(memory, f"quay wall section {i} was rebuilt in stone", embed=False) for i in range(40)]
+    return seed, memory, one, [seed.fact(memory, text, embed=False) for text in both]
+
+
+def lantern_quay(container: Container, seed: Seeder, memory: str) -> list[str]:
+    """Keyword-only "lantern quay" in ``memory`` with a budget of 10 reads, the scope read as a large one would be."""
     request = SearchRequest(query="lantern quay", memory_ids=[memory], limit=10, min_score=0)
     with index_with(container, hits_budget=10, local_scope=0) as index:
         response = search_knowledge(index, container.embedder, project_id=seed.project_id, request=request,
                                     config=PRESETS["keyword_only"])
+    return [r.id for r in response.results]
+
+
+def test_rows_holding_two_of_the_querys_words_are_read_before_the_budget_runs_out(container: Container) -> None:
+    # Given a memory where the query's rarer word is on more facts than a budget of 10 hits reads, and
+    # the one fact that also holds its other word was written last (a read of the rarer word alone
+    # in the index's order reaches it after the budget is spent)
+    seed, memory, one, (target,) = lanterns_and_quays(container, "bm25-pairs", "a lantern lights the quay at night")
+    # When it is searched with both words
+    found = lantern_quay(container, seed, memory)
     # Then the rows holding both words are read first, and the one that does ranks first
-    found = [r.id for r in response.results]
-    assert found[0] == target and set(found) <= {target, *lanterns, *quays}
+    assert found[0] == target and set(found) <= {target, *one}
 
 
 def test_the_budget_counts_rows_read_so_a_row_found_by_a_pair_spends_one_read(container: Container) -> None:
     # Given a memory where 8 facts hold both of the query's words, and the one that says them most
     # (twice each) was written last, behind the other 7 in the index's order; a budget of 10 reads
     # reaches all 8 when a row found by a pair spends one read (not one for each of its two words)
-    seed = Seeder(container, "bm25-pair-reads")
-    memory = seed.memory("quays")
-    for i in range(30):
-        seed.fact(memory, f"lantern number {i} hangs in the hall", embed=False)
-    for i in range(40):
-        seed.fact(memory, f"quay wall section {i} was rebuilt in stone", embed=False)
-    pairs = [seed.fact(memory, f"lantern {i} stands by the quay", embed=False) for i in range(7)]
-    target = seed.fact(memory, "lantern quay, the quay lantern", embed=False)
-    # When it is searched with both words, the scope read as a large one would be
-    request = SearchRequest(query="lantern quay", memory_ids=[memory], limit=10, min_score=0)
-    with index_with(container, hits_budget=10, local_scope=0) as index:
-        response = search_knowledge(index, container.embedder, project_id=seed.project_id, request=request,
-                                    config=PRESETS["keyword_only"])
+    both = [f"lantern {i} stands by the quay" for i in range(7)] + ["lantern quay, the quay lantern"]
+    seed, memory, _, pairs = lanterns_and_quays(container, "bm25-pair-reads", *both)
+    # When it is searched with both words
+    found = lantern_quay(container, seed, memory)
     # Then all 8 rows holding both are read and rescored, and the one that says both twice ranks first
-    found = [r.id for r in response.results]
-    assert found[0] == target and set(found[1:8]) == set(pairs)
+    assert found[0] == pairs[-1] and set(found[1:8]) == set(pairs[:-1])
