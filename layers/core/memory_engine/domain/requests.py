@@ -12,14 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from memory_engine.domain import content_types as ct
 from memory_engine.domain.documents import MAX_TEXT_CHARS, ChunkSettings, ChunkStrategy, normalize_path
 from memory_engine.domain.entities import normalize_entity_name
-from memory_engine.domain.entries import (
-    MAX_DESCRIPTION_CHARS,
-    MAX_FIELD_CHARS,
-    MAX_NAME_CHARS,
-    MAX_TTL_SECONDS,
-    NewEntry,
-    Tags,
-)
+from memory_engine.domain.entries import MAX_DESCRIPTION_CHARS, MAX_FIELD_CHARS, MAX_NAME_CHARS, MAX_TTL_SECONDS, NewEntry, Tags
 from memory_engine.domain.ingestion_rules import overlay_chunk_fields
 from memory_engine.domain.validation import Float, Int, JsonObject, Text
 from memory_engine.domain.write_decision import DEFAULT_DUPLICATE_THRESHOLD, AgentContext

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from memory_engine.domain.search_models import (
-    AnyResult,
-    EpisodeResult,
-    MemoryScope,
-    Scopes,
-)
+from memory_engine.domain.search_models import AnyResult, EpisodeResult, MemoryScope, Scopes
 from memory_engine.domain.search_plan import Ranking, SearchPlan
 from memory_engine.domain.vectors import Vector
 

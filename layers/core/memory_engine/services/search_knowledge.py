@@ -13,14 +13,7 @@ from memory_engine.domain.query_text import date_mentions, name_candidates, spea
 from memory_engine.domain.relevance import Evidence, along_ranking, kept
 from memory_engine.domain.render import render
 from memory_engine.domain.search_config import HYBRID, PRESETS, SearchConfig, Signal
-from memory_engine.domain.search_models import (
-    AnyResult,
-    ResultKey,
-    Scopes,
-    SearchRequest,
-    SearchResponse,
-    SignalQuery,
-)
+from memory_engine.domain.search_models import AnyResult, ResultKey, Scopes, SearchRequest, SearchResponse, SignalQuery
 from memory_engine.domain.search_plan import RankedRow, Ranking, SearchPlan
 from memory_engine.errors import EmbeddingError, InvalidInput
 from memory_engine.ports.chat import ChatModel

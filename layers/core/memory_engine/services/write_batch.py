@@ -44,13 +44,7 @@ from memory_engine.errors import EmbeddingError, MemoryEngineError, invalid_inpu
 from memory_engine.ids import ENTRY, new_id
 from memory_engine.ports.chat import ChatModel
 from memory_engine.ports.embedder import Embedder, EmbeddingKind, Vector
-from memory_engine.ports.entries import (
-    EntryBatchTransaction,
-    EntryInsert,
-    EntryRead,
-    EntryRepository,
-    ShortlistRequest,
-)
+from memory_engine.ports.entries import EntryBatchTransaction, EntryInsert, EntryRead, EntryRepository, ShortlistRequest
 from memory_engine.services.write_entry import PreparedFact, WriteResult, prepare_fact, valid_threshold, write_entry
 
 logger = logging.getLogger(__name__)

@@ -29,14 +29,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from memory_engine.domain.entities import (
-    NewEntityLink,
-    anchor_name,
-    embedding_text,
-    entity_links,
-    fact_texts,
-    keeps_own_vector,
-)
+from memory_engine.domain.entities import NewEntityLink, anchor_name, embedding_text, entity_links, fact_texts, keeps_own_vector
 from memory_engine.domain.entries import (
     EntryWriteResult,
     MemoryEntry,

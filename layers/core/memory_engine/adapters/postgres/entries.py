@@ -12,13 +12,7 @@ import psycopg
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.embedding_repair import missing_entries, store_missing
 from memory_engine.adapters.postgres.entry_context import GONE, delete_entries, forget_lines
-from memory_engine.adapters.postgres.entry_sql import (
-    ENTRY_SELECT,
-    entry_from_row,
-    jsonb,
-    link_entities,
-    not_expired,
-)
+from memory_engine.adapters.postgres.entry_sql import ENTRY_SELECT, entry_from_row, jsonb, link_entities, not_expired
 from memory_engine.adapters.postgres.entry_writes import (
     LIVE_ENTRY,
     PAIR_SIMILARITIES,

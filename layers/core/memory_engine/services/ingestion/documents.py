@@ -14,13 +14,7 @@ from urllib.parse import urljoin
 from pydantic import BaseModel, ValidationError
 
 from memory_engine.domain import content_types as ct
-from memory_engine.domain.documents import (
-    FILE_DEFAULTS,
-    TEXT_DEFAULTS,
-    Document,
-    DocumentRun,
-    DocumentStatus,
-)
+from memory_engine.domain.documents import FILE_DEFAULTS, TEXT_DEFAULTS, Document, DocumentRun, DocumentStatus
 from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.requests import CreateTextDocument, ReingestRequest, UploadRequest
 from memory_engine.domain.validation import project_name
@@ -28,13 +22,7 @@ from memory_engine.errors import InvalidInput, MemoryEngineError, invalid_input
 from memory_engine.ports.blobs import PresignedUpload, UploadInbox
 from memory_engine.ports.documents import NewDocument
 from memory_engine.ports.pipeline import PipelineStarter
-from memory_engine.services.ingestion.steps import (
-    IngestionPorts,
-    effective_chunk_settings,
-    object_key,
-    rule_for,
-    work_prefix,
-)
+from memory_engine.services.ingestion.steps import IngestionPorts, effective_chunk_settings, object_key, rule_for, work_prefix
 
 logger = logging.getLogger(__name__)
 

@@ -42,13 +42,7 @@ from memory_engine.domain.documents import (
     S3ObjectCreatedEvent,
     normalize_path,
 )
-from memory_engine.domain.ingestion_errors import (
-    DocumentGone,
-    DocumentUnreadable,
-    InvalidObjectKey,
-    NoTextLayer,
-    TooLarge,
-)
+from memory_engine.domain.ingestion_errors import DocumentGone, DocumentUnreadable, InvalidObjectKey, NoTextLayer, TooLarge
 from memory_engine.domain.ingestion_rules import IngestionRule
 from memory_engine.domain.pipeline import CONTENT_ERRORS
 from memory_engine.errors import MemoryEngineError, NotFound
