@@ -201,3 +201,16 @@ def test_the_budget_counts_rows_read_so_a_row_found_by_a_pair_spends_one_read(co
     found = lantern_quay(container, seed, memory)
     # Then all 8 rows holding both are read and rescored, and the one that says both twice ranks first
     assert found[0] == pairs[-1] and set(found[1:8]) == set(pairs[:-1])
+
+
+def test_a_lowercase_or_is_a_word_of_the_question_and_a_capitalized_one_the_operator(container: Container) -> None:
+    seed = Seeder(container, "bm25-or")
+    memory = seed.memory("notes")
+    course = seed.fact(memory, "I took an online course on resume optimization last spring", embed=False)
+    ferry = seed.fact(memory, "the ferry leaves at dawn", embed=False)
+    w = {"project_id": seed.project_id, "memory": memory}
+    # read as websearch syntax, "courses or training programs" were two ANDed groups the fact holds neither of whole
+    assert keyword(container, w, "Have I enrolled in any courses or training programs on resume optimization?") == [course]
+    # the caller's operator: only rows holding one side whole ("online" alone is not "online winter")
+    assert keyword(container, w, "dawn OR online winter") == [ferry]
+    assert set(keyword(container, w, "dawn or online winter")) == {course, ferry}

@@ -84,7 +84,8 @@ def test_name_candidates_respect_word_boundaries() -> None:
 def test_websearch_syntax_detection() -> None:
     assert uses_websearch_syntax('"breaking bad" netflix')
     assert uses_websearch_syntax("netflix -comedy")
-    assert uses_websearch_syntax("tea or coffee")
+    assert uses_websearch_syntax("tea OR coffee")
+    assert not uses_websearch_syntax("tea or coffee")  # a word of the question, as in Lucene's query parser
     assert not uses_websearch_syntax("what does she like to drink?")
     assert not uses_websearch_syntax("a well-known fact")
 

@@ -205,7 +205,7 @@ def evidence(
     has one, its keyword coverage when its source's keyword signal ran (0 when no row of the
     scope matched a query word), and whether its time falls on one of ``dates`` (the query's).
 
-    A ``strict`` keyword query (websearch syntax: a quoted phrase, ``or``, ``-word``) that matched
+    A ``strict`` keyword query (websearch syntax: a quoted phrase, ``-word``, ``OR`` in capitals) that matched
     no row of a source says nothing about the query's words there (``When did Jon start reading
     "The Lean Startup"?`` finds no row holding the exact phrase though rows hold its words), so
     that source's rows have no coverage (the cosine's model alone) rather than coverage 0."""

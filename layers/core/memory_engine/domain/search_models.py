@@ -331,5 +331,5 @@ class SignalQuery:
     #: config does not use dates.
     dates: tuple[DateMention, ...] = ()
     #: ``websearch_to_tsquery`` with its own AND semantics when the caller used its syntax
-    #: (quotes, ``or``, ``-term``); otherwise its terms are ORed so a question still matches.
+    #: (quotes, ``-term``, ``OR`` in capitals); otherwise its terms are ORed so a question still matches.
     keyword_strict: bool = False
