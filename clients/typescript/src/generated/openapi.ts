@@ -1930,7 +1930,10 @@ export interface components {
              * @description a named search config (domain/search_config.py), default `hybrid`; `vector_only` ranks by cosine alone, e.g. to compare with the hybrid ranking. `signals` narrows the preset further
              */
             preset?: ("hybrid" | "vector_only" | "keyword_only" | "entity_only" | "rrf_v1") | null;
-            /** Query */
+            /**
+             * Query
+             * @description What to find, in the words a person would use. A quoted phrase, `-word` and `OR` in capitals are keyword syntax (PostgreSQL's `websearch_to_tsquery`): the keyword signal then ranks only the rows that match it. Anything else is read as words, a lowercase "or" included.
+             */
             query?: string | null;
             /** Query Embedding */
             query_embedding?: number[] | null;

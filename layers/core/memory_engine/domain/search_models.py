@@ -35,7 +35,10 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: Text | None = Field(None, max_length=MAX_QUERY_CHARS)
+    query: Text | None = Field(None, max_length=MAX_QUERY_CHARS, description=(
+        "What to find, in the words a person would use. A quoted phrase, `-word` and `OR` in capitals are keyword "
+        "syntax (PostgreSQL's `websearch_to_tsquery`): the keyword signal then ranks only the rows that match it. "
+        "Anything else is read as words, a lowercase \"or\" included."))
     query_embedding: list[Float] | None = Field(None, min_length=1, max_length=16_000)
     memory_ids: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
     memory_tags: list[_Str] | None = Field(None, max_length=MAX_FILTER_VALUES)
