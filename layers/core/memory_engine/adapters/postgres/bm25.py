@@ -290,17 +290,15 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                 ) h
             ) f
             LIMIT {limits.hits_budget}
-        ), found AS MATERIALIZED (  -- each read under each lexeme it was found by
-            SELECT a AS lexeme, ord1 AS ord, id, phase FROM reads
-            UNION ALL SELECT b, ord2, id, phase FROM reads WHERE b IS NOT NULL
-        ), hits AS MATERIALIZED (  -- a row found by a pair and by its lexeme's own read counts once
-            SELECT DISTINCT lexeme, ord, id FROM found
+        ), hits AS MATERIALIZED (  -- each read under each lexeme it was found by (UNION: a row found
+            -- by a pair and by its lexeme's own read counts once)
+            SELECT a AS lexeme, ord1 AS ord, id FROM reads UNION SELECT b, ord2, id FROM reads WHERE b IS NOT NULL
         ), counted AS (
             SELECT q.lexeme, q.share, coalesce(h.found, 0) AS found,
-                   (q.scanned OR q.ord = 1) AND coalesce(h.single, 0) < {DF_CAP}
+                   (q.scanned OR q.ord = 1) AND coalesce(s.single, 0) < {DF_CAP}
                    AND (t.total < {limits.hits_budget} OR (t.phase = 1 AND q.ord < t.last)) AS complete
-            FROM q LEFT JOIN (SELECT lexeme, count(DISTINCT id) AS found, count(*) FILTER (WHERE phase = 1) AS single
-                              FROM found GROUP BY lexeme) h USING (lexeme),
+            FROM q LEFT JOIN (SELECT lexeme, count(*) AS found FROM hits GROUP BY lexeme) h USING (lexeme)
+                 LEFT JOIN (SELECT a AS lexeme, count(*) AS single FROM reads WHERE phase = 1 GROUP BY a) s USING (lexeme),
                  (SELECT count(*) AS total, max(phase) AS phase,
                          coalesce(max(ord1) FILTER (WHERE phase = 1), 0) AS last FROM reads) t
         ), idf AS MATERIALIZED (
