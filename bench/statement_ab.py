@@ -1,13 +1,15 @@
 """Two source trees' SQL for the same searches, timed statement by statement on one connection.
 
     .venv/bin/python bench/statement_ab.py --pgdata /tmp/stmt-ab/pgdata --tree /path/to/before --tree .
-        [--size 100000] [--match "WITH shares AS"] [--queries 200] [--rounds 4] [--preset hybrid]
+        [--size 100000] [--match "WITH shares AS"] [--queries 200] [--rounds 4] [--preset hybrid] [--small-memory]
 
 Whole-search A/Bs (bench/search_stages.py, bench/search_latency.py) on a shared 2-core machine move by
 10-15 % from run to run, more than a change to one statement saves; running the two versions of each
 statement back to back does not drift. The first run seeds ``--pgdata`` (kept for the next runs): one
 memory of ``--size`` facts and as many one-chunk documents, as bench/search_latency.py seeds them (real
-sentences, random unit vectors), then analyzed. Each tree, in a process of its own that imports its
+sentences, random unit vectors), then analyzed; ``--small-memory`` searches a memory of 500 of those facts
+(copied into the same project on first use), whose keyword statement counts the query's words in the
+scope's own rows as a LoCoMo-size memory's does (``bm25.counts_locally``). Each tree, in a process of its own that imports its
 ``layers/core``, runs the searches of ``--queries`` SciFact claims one after another (``--preset``,
 ``query_embedding`` given) and records the statements whose text holds ``--match`` as they were sent
 (the plan values written in, the rest parameters). This process then runs each pair (tree A's and tree
@@ -32,6 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "scifact"
 PROJECT, MEMORY, DIM = "proj_bench", "mem_bench", 384
+#: ``--small-memory``: its id and size.
+SMALL_MEMORY, SMALL_SIZE = "mem_small", 500
 #: Search's transaction settings (lanes.searching) for the replay, made once on its connection.
 SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), set_config('hnsw.ef_search', '100', false),"
             " set_config('plan_cache_mode', 'force_generic_plan', false)")
@@ -80,7 +84,8 @@ def capture(args: argparse.Namespace) -> None:
     psycopg.Cursor.execute = recording  # type: ignore[method-assign]
     database = Database(args.url, max_size=1)
     index = PostgresKnowledgeIndex(database, parallel=False)
-    search_latency.time_preset(index, PROJECT, MEMORY, queries(args.queries), args.preset)
+    search_latency.time_preset(index, PROJECT, SMALL_MEMORY if args.small_memory else MEMORY, queries(args.queries),
+                               args.preset)
     index.close()
     database.close()
     Path(args.out).write_text(json.dumps(seen))
@@ -105,6 +110,7 @@ def seed(url: str, size: int) -> None:
         if row and row["n"]:
             if row["n"] != size:
                 raise SystemExit(f"--pgdata holds {row['n']:,} facts, not {size:,}: give another --pgdata")
+            small_memory(conn)
             database.close()
             return
         conn.execute("INSERT INTO projects (id, name) VALUES (%s, 'bench') ON CONFLICT DO NOTHING", (PROJECT,))
@@ -114,9 +120,28 @@ def seed(url: str, size: int) -> None:
     with synthetic.VectorIndexesDeferred(database):
         synthetic.load_facts(database, PROJECT, MEMORY, texts, size, dim=DIM)
         synthetic.load_chunks(database, PROJECT, texts, size, dim=DIM, seed=size)
+    with database.connection() as conn:
+        small_memory(conn)
     synthetic.settle(url)
     database.close()
     print(f"seeded {size:,} facts + {size:,} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def small_memory(conn: Any) -> None:
+    """The ``--small-memory`` memory: the first :data:`SMALL_SIZE` facts of the big one, copied (the
+    generated columns computed again), unless it is there."""
+    row = conn.execute("SELECT count(*) AS n FROM memory_entries WHERE memory_id = %s", (SMALL_MEMORY,)).fetchone()
+    if row and row["n"]:
+        return
+    conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'small')", (SMALL_MEMORY, PROJECT))
+    columns = [r["column_name"] for r in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'memory_entries'"
+        " AND is_generated = 'NEVER' ORDER BY ordinal_position").fetchall()]
+    copied = ", ".join({"id": "'small_' || id", "memory_id": "%(memory)s"}.get(c, c) for c in columns)
+    conn.execute(f"INSERT INTO memory_entries ({', '.join(columns)}) SELECT {copied} FROM memory_entries"
+                 " WHERE memory_id = %(big)s ORDER BY id LIMIT %(size)s",
+                 {"memory": SMALL_MEMORY, "big": MEMORY, "size": SMALL_SIZE})
+    conn.execute("ANALYZE memory_entries")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -164,6 +189,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--preset", default="hybrid")
+    parser.add_argument("--small-memory", action="store_true", help=f"search a memory of {SMALL_SIZE} facts")
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -187,7 +213,8 @@ def main() -> int:
             for n, tree in enumerate(args.tree):
                 out = Path(tmp) / f"{n}.json"
                 subprocess.run([sys.executable, __file__, "capture", "--tree", tree, "--url", url, "--out", str(out),
-                                "--match", args.match, "--queries", str(args.queries), "--preset", args.preset],
+                                "--match", args.match, "--queries", str(args.queries), "--preset", args.preset,
+                                *(["--small-memory"] if args.small_memory else [])],
                                check=True, env={**os.environ, "PYTHONPATH": ""})
                 arms.append(json.loads(out.read_text()))
         if len({len(statements) for statements in arms}) != 1 or not arms[0]:
@@ -195,8 +222,9 @@ def main() -> int:
         times, same = replay(url, arms, args.rounds)
     finally:
         server.stop()
-    print(f"{len(arms[0])} statements holding {args.match!r} ({args.queries} {args.preset} searches, {args.size:,} facts"
-          f" + {args.size:,} chunks), each pair {args.rounds} times back to back on one connection:")
+    scope = f"a memory of {SMALL_SIZE} facts of" if args.small_memory else "over"
+    print(f"{len(arms[0])} statements holding {args.match!r} ({args.queries} {args.preset} searches, {scope} {args.size:,}"
+          f" facts + {args.size:,} chunks), each pair {args.rounds} times back to back on one connection:")
     for tree, ms in zip(args.tree, times, strict=True):
         print(f"  {tree}: mean {statistics.mean(ms):.3f} ms, p50 {statistics.median(ms):.3f}, p95 {percentile(ms, 95):.3f}")
     diff = [b - a for a, b in zip(*times, strict=True)]

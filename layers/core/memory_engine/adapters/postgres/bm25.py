@@ -254,7 +254,8 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         return f"SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ {tsq} LIMIT {DF_CAP}"  # noqa: S608 - fixed fragments and module constants
 
     if local:  # each lexeme's share of the scope's own rows (at most DF_CAP counted); every lexeme read
-        shares = f"""shares AS (
+        # MATERIALIZED: inlined into q, each lexeme's count ran once for q's order and again for its column
+        shares = f"""shares AS MATERIALIZED (
             SELECT l.lexeme, l.tsq, 0::float8 AS total,
                    (SELECT count(*) FROM (SELECT 1 FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ l.tsq
                                           LIMIT {DF_CAP}) c)::float8 / greatest(%(n)s::float8, 1) AS share
