@@ -7,14 +7,11 @@ health and other requests are answered; a worker's memory returns to its baselin
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -23,18 +20,12 @@ import pytest
 from memory_engine.domain.requests import MAX_TOTAL_CHARS
 from memory_engine.local.engine import LocalEngine
 from memory_engine.settings import Settings
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "load.py"
+from tests.support.bench import bench_module
 
 
 @pytest.fixture(scope="module")
 def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_load", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("load")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import struct
@@ -13,17 +12,12 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "embeddings.py"
+from tests.support.bench import bench_module
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_embeddings", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("embeddings")
 
 
 @pytest.fixture(scope="module")

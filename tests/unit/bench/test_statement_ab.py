@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
 from memory_engine.adapters.postgres.lanes import PlanValue
-
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "statement_ab.py"
+from tests.support.bench import bench_module
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_statement_ab", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("statement_ab")
 
 
 def test_parameters_survive_json_and_plan_values_are_left_to_the_text(bench: ModuleType) -> None:
