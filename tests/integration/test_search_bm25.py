@@ -214,3 +214,38 @@ def test_a_lowercase_or_is_a_word_of_the_question_and_a_capitalized_one_the_oper
     # the caller's operator: only rows holding one side whole ("online" alone is not "online winter")
     assert keyword(container, w, "dawn OR online winter") == [ferry]
     assert set(keyword(container, w, "dawn or online winter")) == {course, ferry}
+
+
+def test_a_counted_scope_reads_a_pair_from_its_words_counts(container: Container) -> None:
+    # Given the memory of the pair test above, small enough that the statement counts the query's words
+    # in its own rows (``bm25.counts_locally``): the pair's rows are then read from the two counts
+    seed, memory, one, (target,) = lanterns_and_quays(container, "bm25-counted-pairs", "a lantern lights the quay at night")
+    request = SearchRequest(query="lantern quay", memory_ids=[memory], limit=10, min_score=0)
+    with index_with(container, hits_budget=10) as index:
+        response = search_knowledge(index, container.embedder, project_id=seed.project_id, request=request,
+                                    config=PRESETS["keyword_only"])
+    found = [r.id for r in response.results]
+    # Then, as when the pair is read through the index, the fact holding both words is read and ranks first
+    assert found[0] == target and set(found) <= {target, *one}
+
+
+def test_a_pair_whose_word_count_stopped_at_the_cap_is_read_through_the_index(container: Container) -> None:
+    # Given a counted scope where "lantern" is on more rows than a count reads (DF_CAP), and the one fact
+    # holding "quay" too was written after the first DF_CAP of them, behind 40 facts saying "quay" alone
+    seed = Seeder(container, "bm25-capped-count")
+    memory = seed.memory("lanterns")
+    with container.database.connection() as conn:
+        conn.execute("INSERT INTO memory_entries (id, project_id, memory_id, content)"
+                     " SELECT %s || g, %s, %s, 'lantern number ' || g || ' hangs in the hall'"
+                     " FROM generate_series(1, %s) g", (f"{memory}-filler-", seed.project_id, memory, bm25.DF_CAP))
+    quays = [seed.fact(memory, f"quay wall section {i} was rebuilt in stone", embed=False) for i in range(40)]
+    target = seed.fact(memory, "a lantern lights the quay at night", embed=False)
+    request = SearchRequest(query="lantern quay", memory_ids=[memory], limit=10, min_score=0)
+    # When it is searched with a budget of 10 reads, its words counted in its own rows
+    with index_with(container, hits_budget=10, local_scope=2 * bm25.DF_CAP) as index:
+        response = search_knowledge(index, container.embedder, project_id=seed.project_id, request=request,
+                                    config=PRESETS["keyword_only"])
+    found = [r.id for r in response.results]
+    # Then the pair is read through the index (the count of "lantern" does not hold the fact), and the
+    # fact holding both ranks first, not "quay" facts read alone
+    assert found[0] == target and set(found) <= {target, *quays}

@@ -96,6 +96,11 @@ class KeywordLimits:
             raise ValueError(f"keyword limits are positive integers: {self}")
 
 
+#: A pair's rows from its two words' counted rows (``p.ids``, ``p.ids2``): those both hold, in the order
+#: of the first's (the index's; :func:`keyword_sql`).
+_BOTH_COUNTED: Final = "SELECT u.id FROM unnest(p.ids) WITH ORDINALITY u(id, n) JOIN unnest(p.ids2) v(id) USING (id)"
+
+
 def rescored(depth: int) -> int:
     """How many of the tf = 1 pass's best rows a list of ``depth`` rows rescores exactly."""
     return max(1, int(depth * RESCORE_HEADROOM))
@@ -249,31 +254,46 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
         picked = "picked AS (SELECT id FROM coarse)"
     first = "row_number() OVER () = 1"
 
-    def gin_read(tsq: str) -> str:
-        """The scope's rows matching ``tsq`` (a column of the statement), through the GIN index, DF_CAP at most."""
-        return f"SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ {tsq} LIMIT {DF_CAP}"  # noqa: S608 - fixed fragments and module constants
+    def gin_read(tsq: str, when: str = "") -> str:
+        """The scope's rows matching ``tsq`` (a column of the statement), through the GIN index, DF_CAP at
+        most (none unless ``when``, a condition, holds)."""
+        cond = f"{a}.search_tsv @@ {tsq}" + (f" AND {when}" if when else "")
+        return f"SELECT {a}.id FROM {hits_from} WHERE {hits_scope} AND {cond} LIMIT {DF_CAP}"  # noqa: S608 - fixed fragments and module constants
 
     if local:  # each lexeme's share of the scope's own rows (at most DF_CAP counted); every lexeme read
-        # MATERIALIZED: inlined into q, each lexeme's count ran once for q's order and again for its column
+        # MATERIALIZED: inlined into q, each count ran for q's order and again for its column. The rows
+        # counted are kept, in the order a GIN read returns them (the heap's), for the reads below.
         shares = f"""shares AS MATERIALIZED (
-            SELECT l.lexeme, l.tsq, 0::float8 AS total,
-                   (SELECT count(*) FROM (SELECT 1 FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ l.tsq
-                                          LIMIT {DF_CAP}) c)::float8 / greatest(%(n)s::float8, 1) AS share
+            SELECT l.lexeme, l.tsq, 0::float8 AS total, r.ids,
+                   coalesce(cardinality(r.ids), 0)::float8 / greatest(%(n)s::float8, 1) AS share
             FROM (SELECT lexeme, quote_literal(lexeme)::tsquery AS tsq
                   FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lexeme) l
+            CROSS JOIN LATERAL (SELECT array_agg(c.id ORDER BY c.tid) AS ids FROM (
+                SELECT {a}.id, {a}.ctid AS tid FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ l.tsq
+                LIMIT {DF_CAP}) c) r
         )"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     else:
         shares = """shares AS (
             SELECT l.lexeme, quote_literal(l.lexeme)::tsquery AS tsq,
-                   coalesce((%(shares)s::jsonb ->> l.lexeme)::float8, 0) AS share, %(total)s::float8 AS total
+                   coalesce((%(shares)s::jsonb ->> l.lexeme)::float8, 0) AS share, %(total)s::float8 AS total,
+                   NULL::text[] AS ids
             FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) l(lexeme)
         )"""
+    # A counted scope reads a word's rows from its count and a pair's from its words' counts (the rows
+    # both hold, unless a count stopped at DF_CAP): the same rows in the same order as the GIN reads,
+    # which read each of them again (docs/retrieval.md, "The keyword statement lists its reads once").
+    single_read, pair_read = gin_read("q.tsq"), gin_read("p.tsq")
+    if local:
+        counted = f"cardinality(p.ids) < {DF_CAP} AND cardinality(p.ids2) < {DF_CAP}"
+        single_read = "SELECT u.id FROM unnest(q.ids) WITH ORDINALITY u(id, n) ORDER BY u.n"
+        pair_read = (f"({_BOTH_COUNTED} WHERE {counted} ORDER BY u.n)"
+                     f" UNION ALL ({gin_read('p.tsq', when=f'NOT ({counted})')})")
     return f"""
         WITH {shares}, q AS MATERIALIZED (
-            SELECT lexeme, tsq, share, row_number() OVER (ORDER BY share, lexeme) AS ord,
+            SELECT lexeme, tsq, share, ids, row_number() OVER (ORDER BY share, lexeme) AS ord,
                    share * total <= {limits.scan_cap} AS scanned FROM shares
         ), pairs AS (  -- only when the single reads would not all fit in the budget (module docstring)
-            SELECT x.lexeme AS a, y.lexeme AS b, x.tsq && y.tsq AS tsq, y.ord AS ord2, x.ord AS ord1
+            SELECT x.lexeme AS a, y.lexeme AS b, x.tsq && y.tsq AS tsq, y.ord AS ord2, x.ord AS ord1, x.ids, y.ids AS ids2
             FROM q x JOIN q y ON x.ord < y.ord WHERE (x.scanned OR x.ord = 1) AND y.scanned
               AND (SELECT sum(share) FROM q WHERE scanned OR ord = 1) * %(n)s > {limits.hits_budget}
         ), reads AS MATERIALIZED (  -- the budget counts rows read: a pair's row is one read
@@ -281,13 +301,13 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
                 SELECT p.a, p.ord1, p.b, p.ord2, h.id, 0 AS phase
                 FROM (SELECT * FROM pairs ORDER BY ord2, ord1) p
                 CROSS JOIN LATERAL (
-                    {gin_read("p.tsq")}
+                    {pair_read}
                 ) h
                 UNION ALL
                 SELECT q.lexeme, q.ord, NULL, NULL, h.id, 1 AS phase
-                FROM (SELECT lexeme, tsq, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
+                FROM (SELECT lexeme, tsq, ids, ord FROM q WHERE scanned OR ord = 1 ORDER BY ord) q
                 CROSS JOIN LATERAL (
-                    {gin_read("q.tsq")}
+                    {single_read}
                 ) h
             ) f
             LIMIT {limits.hits_budget}
