@@ -262,15 +262,13 @@ def keyword_sql(*, table: str, alias: str, from_sql: str, scope_sql: str, hits_f
 
     if local:  # each lexeme's share of the scope's own rows (at most DF_CAP counted); every lexeme read
         # MATERIALIZED: inlined into q, each count ran for q's order and again for its column. The rows
-        # counted are kept, in the order a GIN read returns them (the heap's), for the reads below.
+        # counted are kept, in the order the read returned them, for the reads below.
         shares = f"""shares AS MATERIALIZED (
             SELECT l.lexeme, l.tsq, 0::float8 AS total, r.ids,
                    coalesce(cardinality(r.ids), 0)::float8 / greatest(%(n)s::float8, 1) AS share
             FROM (SELECT lexeme, quote_literal(lexeme)::tsquery AS tsq
                   FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) lexeme) l
-            CROSS JOIN LATERAL (SELECT array_agg(c.id ORDER BY c.tid) AS ids FROM (
-                SELECT {a}.id, {a}.ctid AS tid FROM {hits_from} WHERE {hits_scope} AND {a}.search_tsv @@ l.tsq
-                LIMIT {DF_CAP}) c) r
+            CROSS JOIN LATERAL (SELECT array_agg(c.id) AS ids FROM ({gin_read("l.tsq")}) c) r
         )"""  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
     else:
         shares = """shares AS (
