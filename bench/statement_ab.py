@@ -36,9 +36,6 @@ DATA = REPO.parent / "shared" / "data" / "scifact"
 PROJECT, MEMORY, DIM = "proj_bench", "mem_bench", 384
 #: ``--small-memory``: its id and size.
 SMALL_MEMORY, SMALL_SIZE = "mem_small", 500
-#: Search's transaction settings (lanes.searching) for the replay, made once on its connection.
-SETTINGS = ("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), set_config('hnsw.ef_search', '100', false),"
-            " set_config('plan_cache_mode', 'force_generic_plan', false)")
 
 
 def encode_params(params: Any) -> dict[str, Any]:
@@ -133,7 +130,8 @@ def small_memory(conn: Any) -> None:
     row = conn.execute("SELECT count(*) AS n FROM memory_entries WHERE memory_id = %s", (SMALL_MEMORY,)).fetchone()
     if row and row["n"]:
         return
-    conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'small')", (SMALL_MEMORY, PROJECT))
+    conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'small') ON CONFLICT DO NOTHING",
+                 (SMALL_MEMORY, PROJECT))
     columns = [r["column_name"] for r in conn.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_name = 'memory_entries'"
         " AND is_generated = 'NEVER' ORDER BY ordinal_position").fetchall()]
@@ -144,23 +142,20 @@ def small_memory(conn: Any) -> None:
     conn.execute("ANALYZE memory_entries")
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def replay(url: str, arms: list[list[dict[str, Any]]], rounds: int) -> tuple[list[list[float]], int]:
-    """Each pair of statements run back to back on one connection, the order alternating: the
-    milliseconds of each arm's runs and how many runs of a pair returned the same rows."""
+    """Each pair of statements run back to back on one connection, in one search transaction (its
+    settings: ``lanes.searching``), the order alternating: the milliseconds of each arm's runs and how
+    many runs of a pair returned the same rows."""
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg.rows import dict_row
 
+    from memory_engine.adapters.postgres.lanes import searching
+
     times: list[list[float]] = [[] for _ in arms]
     same = 0
-    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+    with psycopg.connect(url, row_factory=dict_row) as conn, searching(conn, 100):
         register_vector(conn)
-        conn.execute(SETTINGS)
         pairs = [[(s["query"], decode_params(s["params"])) for s in statements] for statements in zip(*arms, strict=True)]
         for pair in pairs:  # prepared once each before the first timed run
             for query, params in pair:
@@ -200,8 +195,9 @@ def main() -> int:
         parser.error("--pgdata and two --tree are required")
     if not (DATA / "queries.jsonl").exists():
         parser.error(f"the SciFact claims and corpus are read from {DATA}")
-    sys.path.insert(0, str(REPO / "layers" / "core"))
+    sys.path[:0] = [str(REPO / "layers" / "core"), str(REPO / "bench")]
     from memory_engine.local.adapters.embedded_postgres import EmbeddedPostgres
+    from search_latency import percentile
 
     server = EmbeddedPostgres(args.pgdata.resolve())
     server.start()
