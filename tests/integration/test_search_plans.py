@@ -169,9 +169,9 @@ def test_the_anchor_fan_out_reads_the_anchors_links_from_the_entity_index(
     anchors = [row["entity_id"] for row in rows]
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
     plans = explain(container, mems.entity, seeded["project_id"], scope, query(Signal.ENTITY), anchors, [])
-    # the anchors' links are read by entity in a step of their own, fenced from the "50 most recent"
-    # LIMIT (with the LIMIT on the scan itself the planner may walk the primary key, entry_id first,
-    # backwards: every link of the table when the anchors have few, 220-460 ms at 1M facts)
+    # the anchors' links are read by entity in a step of their own (with a row limit on that scan,
+    # as the fan-out once had, the planner may walk the primary key, entry_id first, backwards:
+    # every link of the table when the anchors have few, 220-460 ms at 1M facts)
     links = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE links"]
     assert links and {"entry_entities_entity_idx"} == index_names(links)
 

@@ -91,9 +91,6 @@ def scope_params(project_id: str, scope: MemoryScope) -> Params:
 #: bridge entities (least connected first: "breaking bad" before "user") are followed.
 BRIDGE_FACTS = 10
 BRIDGE_ENTITIES = 3
-#: At most this many facts touching the anchors are ranked (the most recent: ids are time-ordered),
-#: a latency bound for anchors that touch a large share of a huge memory.
-ANCHOR_FANOUT_CAP = 50
 #: Only entities touching fewer facts than this are followed as bridges: a hub bridges to
 #: everything, which is no signal (and unbounded work).
 DEGREE_CAP = 25
@@ -104,9 +101,9 @@ DEGREE_CAP = 25
 HUB_SHARE = 0.2
 #: ... and at least this many of them, so a small memory is never judged by shares;
 HUB_MIN_DEGREE = 20
-#: or when it touches more than this many, whatever the scope's size: twice ``ANCHOR_FANOUT_CAP``,
-#: so its facts could not be ranked in full anyway. It bounds both counts of :func:`split_hubs`:
-#: an anchor's links and its facts in scope are counted up to this + 1.
+#: or when it touches more than this many, whatever the scope's size. It bounds the entity
+#: statement's work (every link of an anchor is ranked: at most this many facts an anchor) and both
+#: counts of :func:`split_hubs`: an anchor's links and its facts in scope are counted up to this + 1.
 HUB_MAX_DEGREE = 100
 
 #: The hub rule as steps of a statement (CTEs), over ``found (id, ord)``, the anchors in order:
@@ -193,19 +190,17 @@ def split_hubs(
 #: ``{relevance}`` a row's distance to the query (lower is better).
 #:
 #: links: every link of the anchors, read by entity (the anchors are not hubs, so each has at most
-#: ``HUB_MAX_DEGREE`` links). Materialized, so the most recent of them are picked from this small set:
-#: asked for ``entity_id = ANY(anchors) ORDER BY entry_id DESC LIMIT n`` directly, PostgreSQL may
-#: walk the primary key ``(entry_id, ...)`` backwards looking for them, which reads every link of the
-#: table when the anchors have few (220-460 ms at 1M facts; docs/retrieval.md, "Latency").
+#: ``HUB_MAX_DEGREE`` links), in a step of its own: a row limit next to ``entity_id = ANY(anchors)``
+#: may let PostgreSQL walk the primary key ``(entry_id, ...)`` backwards, which reads every link of
+#: the table when the anchors have few (220-460 ms at 1M facts; docs/retrieval.md, "Latency").
 _LINKS = "SELECT ee.entry_id FROM entry_entities ee WHERE ee.entity_id = ANY(ARRAY(SELECT id FROM anchors))"
-#: direct: facts in scope touching an anchor, among the ``ANCHOR_FANOUT_CAP`` most recent links to
-#: any anchor, the ``depth`` most relevant. At most ``ANCHOR_FANOUT_CAP`` rows are ranked, so their
-#: distances are computed exactly and sorted (an ``ORDER BY embedding <=> q`` alone would let the
-#: planner walk the whole table's HNSW graph looking for those few rows).
+#: direct: every fact in scope touching an anchor, the ``depth`` most relevant. All of them are
+#: ranked, however old and whichever memories the anchors' other links are in (at most
+#: ``HUB_MAX_DEGREE`` an anchor), their distances computed exactly and sorted (an ``ORDER BY
+#: embedding <=> q`` alone would let the planner walk the whole table's HNSW graph for those rows).
 _DIRECT = (
-    "SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {where}"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-    f" AND e.id IN (SELECT entry_id FROM links ORDER BY entry_id DESC LIMIT {ANCHOR_FANOUT_CAP})"
-    " ORDER BY distance NULLS LAST, e.id LIMIT %(depth)s"
+    "SELECT e.id, {relevance} AS distance FROM memory_entries e WHERE {where}"
+    " AND e.id IN (SELECT entry_id FROM links) ORDER BY distance NULLS LAST, e.id LIMIT %(depth)s"
 )
 #: bridges: only when the direct facts do not fill the list, the other entities (neither anchors
 #: nor hubs) of the ``BRIDGE_FACTS`` best direct facts, least connected first (their degree
