@@ -48,7 +48,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The OpenAPI document from the routes: the package data GET /v1/openapi.json serves (docs/openapi.json
-# links to it); tests/unit/test_openapi_document.py fails when it is stale
+# links to it); tests/unit/http/test_openapi_document.py fails when it is stale
 openapi: $(STAMP)
 	$(BIN)/memory-engine openapi --write layers/core/memory_engine/http/openapi.json
 

@@ -19,7 +19,7 @@ DEFAULT_DATA = Path("../shared/data")
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("eval", help="evaluate retrieval on LoCoMo or a BEIR dataset")
+    parser = sub.add_parser("eval", help="evaluate retrieval on LoCoMo, BEIR, BEAM or the negatives benchmark")
     kinds = parser.add_subparsers(dest="dataset", required=True)
     locomo = kinds.add_parser("locomo", help="LoCoMo conversations: recall@5/10 and MRR per category")
     locomo.add_argument("--data", type=Path, default=DEFAULT_DATA / "locomo" / "locomo_dev5.json")
