@@ -30,7 +30,8 @@ LISTED_FAILURES = 50
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("ingest", help="ingest a file or a folder of files (PDF, Office, HTML, EPUB, e-mail, text, images) into a project")
+    parser = sub.add_parser(
+        "ingest", help="ingest a file or a folder of files (PDF, Office, HTML, EPUB, e-mail, text, images) into a project")
     parser.add_argument("source", type=Path, metavar="PATH", help="a file, or a folder to ingest recursively")
     parser.add_argument("--project", default=c.DEFAULT_PROJECT, help="project name (default: default)")
     parser.add_argument("--path", default=None,
