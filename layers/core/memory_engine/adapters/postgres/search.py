@@ -29,10 +29,16 @@ from memory_engine.adapters.postgres import search_episodes as eps
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
 from memory_engine.adapters.postgres.lanes import Lanes, bound, searching
-from memory_engine.adapters.postgres.search_rows import document_result, listed_episode, memory_result, page_rows
+from memory_engine.adapters.postgres.search_presence import DocumentPresence
+from memory_engine.adapters.postgres.search_rows import (
+    candidates_of,
+    document_result,
+    listed_episode,
+    memory_result,
+    page_rows,
+)
 from memory_engine.adapters.postgres.search_sql import Scoring
 from memory_engine.adapters.postgres.stats_cache import StatsCache
-from memory_engine.domain.entries import USER, normalize_entity_name, speaker_of
 from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     AnyResult,
@@ -106,6 +112,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         self.scope_stats: StatsCache[bm25.ScopeStats] = StatsCache()
         self._column_stats: dict[str, bm25.ColumnStats] = {}
         self._column_stats_lock = threading.Lock()
+        self._documents = DocumentPresence()
 
     # --- ranking ---------------------------------------------------------------------------
     def _tasks(self, project_id: str, q: SignalQuery, scopes: Scopes) -> dict[ListKey, Task]:
@@ -181,7 +188,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
                                                         sources or SOURCES), ef_search)
         found: dict[ResultKey, Candidate] = {}
         for source, rows in results.items():
-            found.update(_candidates(source, rows, ranked))
+            found.update(candidates_of(source, rows, ranked))
         return found
 
     def lists_and_candidates(self, project_id: str, plan: SearchPlan) -> tuple[RankedLists, dict[ResultKey, Candidate]]:
@@ -190,6 +197,24 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         return ranked.lists, ranked.found
 
     def _rank(self, project_id: str, plan: SearchPlan) -> tuple[_Ranked, Ranking]:
+        """:meth:`_rank_sources`, the documents left out for a project last seen without a chunk
+        (:class:`DocumentPresence`): a statement of its facts checks it still has none, else the
+        search runs again with them."""
+        scopes = plan.scopes
+        if scopes.documents is None or scopes.memories is None:
+            return self._rank_sources(project_id, plan)
+        leave_out, check = self._documents.plan(project_id)
+        answer: list[bool] = []
+        ranked = self._rank_sources(project_id, replace(plan, scopes=replace(scopes, documents=None)) if leave_out
+                                    else plan, answer if check else None)
+        if answer:
+            self._documents.record(project_id, answer[0])
+        if leave_out and (not answer or answer[0]):  # chunks since, or not checked: with them
+            return self._rank_sources(project_id, plan)
+        return ranked
+
+    def _rank_sources(self, project_id: str, plan: SearchPlan,
+                      documents: list[bool] | None = None) -> tuple[_Ranked, Ranking]:
         """:meth:`ranking` (and the rows of its page) in three phases over the lanes, each starting on the connections the one
         before holds: the signals' lists; for convex fusion, the candidate reads (the neighbours of
         ``plan.expanded``); then, in the lane that ends the last read, the fused ranking and the
@@ -202,6 +227,8 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
         the latter. One after another (one lane), each source is read after every list is in."""
         query, scopes = plan.query, plan.scopes
         tasks: dict[Any, Callable[[psycopg.Connection[Any]], Any]] = dict(self._tasks(project_id, query, scopes))
+        if documents is not None and (fact := next((name for name in tasks if name[0] == mems.SOURCE), None)):
+            tasks[fact] = self._documents.checking(tasks[fact], project_id, documents)  # whether chunks exist
         early = self._parallel and len(tasks) > 1
         waiting = {source: sum(1 for name in tasks if name[0] == source) for source in SOURCES}
         lists: dict[SourceType, dict[ListKey, Any]] = {source: {} for source in SOURCES}
@@ -239,7 +266,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
             found: dict[ResultKey, Candidate] = {}
             for name, rows in done.items():
                 if name[1] == _READ:
-                    found.update(_candidates(name[0], rows, ranked))
+                    found.update(candidates_of(name[0], rows, ranked))
             if plan.reads_candidates:
                 found |= _listed(ranked, [source for source in SOURCES if source not in read])
             rows = fused_ranking(plan, ranked, found)
@@ -364,35 +391,3 @@ def _listed(ranked: RankedLists, sources: Sequence[SourceType]) -> dict[ResultKe
         found.update(listed_candidates(ranked, source))
     return found
 
-
-def _subjects(row: Row) -> tuple[str, ...]:
-    """Who a candidate is about, as the subject boost compares them with the query's names: a fact's
-    subject entities and ``subject``; a turn's speaker when its ``opening`` names one
-    (:func:`memory_engine.domain.entries.speaker_of`); ``USER`` for an episode of role ``user`` (whom
-    a query in the first person asks about). Chunks have none."""
-    names = list(row.get("subjects") or ())
-    if row.get("subject"):
-        names.append(normalize_entity_name(row["subject"]))
-    speaker = speaker_of(row["opening"]) if row.get("opening") else None
-    if speaker:
-        names.append(normalize_entity_name(speaker))
-    if row.get("role") == USER:
-        names.append(USER)
-    return tuple(dict.fromkeys(names))
-
-
-def _candidates(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:
-    """A candidate read's rows as :class:`Candidate` s, the scores the signals returned filled in."""
-    vector_scores = ranked.scored(Signal.VECTOR)
-    keyword_scores = ranked.scored(Signal.KEYWORD)
-    found: dict[ResultKey, Candidate] = {}
-    for row in rows:
-        key: ResultKey = (source, row["id"])
-        similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(key)
-        bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(key, 0.0)
-        found[key] = Candidate(
-            None if similarity is None else float(similarity), float(bm25_score or 0.0),
-            tuple((source, before) for before in row["prev_ids"] or ()),
-            _subjects(row), row.get("valid_from"),
-        )
-    return found

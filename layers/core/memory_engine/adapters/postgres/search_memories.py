@@ -354,7 +354,7 @@ def _neighbour_sql(row: str, alias: str, scope: MemoryScope, direction: str) -> 
 #: Who a fact is about, for the subject boost: its subject entities (normalized names), its
 #: ``subject`` as written (an entity or not), and for a turn of a conversation (written with
 #: ``source_conversation_id``, not extracted: domain.entries.is_turn) the start of its content,
-#: where ``"<speaker>: <text>"`` names who said it (search._subjects reads the last two).
+#: where ``"<speaker>: <text>"`` names who said it (search_rows.subjects reads the last two).
 _SUBJECTS = (
     "ARRAY(SELECT en.name FROM entry_entities ee JOIN entities en ON en.id = ee.entity_id"  # noqa: S608 - fixed fragments and a module constant
     " WHERE ee.entry_id = e.id AND ee.role = 'subject') AS subjects, e.subject,"

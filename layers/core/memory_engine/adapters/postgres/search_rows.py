@@ -3,6 +3,7 @@ the read of a ranking's first rows (:func:`page_rows`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,13 +12,17 @@ import psycopg
 from memory_engine.adapters.postgres import search_documents, search_episodes, search_memories
 from memory_engine.adapters.postgres.database import Row
 from memory_engine.adapters.postgres.search_restatements import restatements
+from memory_engine.domain.entries import USER, normalize_entity_name, speaker_of
+from memory_engine.domain.search_config import Signal
 from memory_engine.domain.search_models import (
     AnyResult,
+    Candidate,
     DocumentResult,
     EntityLink,
     EpisodeResult,
     EpisodeSearchResult,
     MemoryResult,
+    RankedLists,
     ResultKey,
     SourceType,
 )
@@ -101,3 +106,36 @@ def page_rows(conn: psycopg.Connection[Any], *, source: SourceType, project_id: 
         return Page({(source, row["id"]): document_result(row) for row in chunks})
     turns = search_episodes.rows(conn, project_id, ids, embedding, plan.query.text)
     return Page({(source, row["id"]): episode_result(row) for row in turns})
+
+
+def subjects(row: Row) -> tuple[str, ...]:
+    """Who a candidate is about, as the subject boost compares them with the query's names: a fact's
+    subject entities and ``subject``; a turn's speaker when its ``opening`` names one
+    (:func:`memory_engine.domain.entries.speaker_of`); ``USER`` for an episode of role ``user`` (whom
+    a query in the first person asks about). Chunks have none."""
+    names = list(row.get("subjects") or ())
+    if row.get("subject"):
+        names.append(normalize_entity_name(row["subject"]))
+    speaker = speaker_of(row["opening"]) if row.get("opening") else None
+    if speaker:
+        names.append(normalize_entity_name(speaker))
+    if row.get("role") == USER:
+        names.append(USER)
+    return tuple(dict.fromkeys(names))
+
+
+def candidates_of(source: SourceType, rows: Sequence[Row], ranked: RankedLists) -> dict[ResultKey, Candidate]:
+    """A candidate read's rows as :class:`Candidate` s, the scores the signals returned filled in."""
+    vector_scores = ranked.scored(Signal.VECTOR)
+    keyword_scores = ranked.scored(Signal.KEYWORD)
+    found: dict[ResultKey, Candidate] = {}
+    for row in rows:
+        key: ResultKey = (source, row["id"])
+        similarity = row["similarity"] if row["similarity"] is not None else vector_scores.get(key)
+        bm25_score = row["bm25"] if row["bm25"] is not None else keyword_scores.get(key, 0.0)
+        found[key] = Candidate(
+            None if similarity is None else float(similarity), float(bm25_score or 0.0),
+            tuple((source, before) for before in row["prev_ids"] or ()),
+            subjects(row), row.get("valid_from"),
+        )
+    return found
