@@ -29,8 +29,9 @@ class DocumentPresence:
     document in this process), the search runs again with them. So a document is found as soon as
     it is ready, as before."""
 
-    def __init__(self, recheck_s: float = RECHECK_S) -> None:
+    def __init__(self, recheck_s: float = RECHECK_S, max_projects: int = MAX_PROJECTS) -> None:
         self._recheck = recheck_s
+        self._max = max_projects
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[bool, float]] = {}
 
@@ -45,7 +46,7 @@ class DocumentPresence:
 
     def record(self, project_id: str, has_chunks: bool) -> None:
         with self._lock:
-            if len(self._seen) >= MAX_PROJECTS:
+            if len(self._seen) >= self._max:
                 self._seen.clear()
             self._seen[project_id] = (has_chunks, time.monotonic())
 
