@@ -68,6 +68,13 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def load_queries(path: Path, n: int) -> list[str]:
+    """``n`` query texts: the claims of ``path`` (SciFact's queries.jsonl) over and over, else
+    ``synthetic.FALLBACK``'s."""
+    texts = [json.loads(line)["text"] for line in path.open()] if path.exists() else synthetic.FALLBACK
+    return (texts * (n // max(1, len(texts)) + 1))[:n]
+
+
 def time_preset(index: PostgresKnowledgeIndex, project_id: str, memory_id: str, queries: list[str], preset: str,
                 first: int = 0, limit: int = 10) -> list[float]:
     """Latencies (ms) of ``queries``, the ``first``-th query of the run first: each query has a
@@ -221,9 +228,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     pools = [int(c) for c in args.connections.split(",")] if args.connections else [Settings().resolved_search_connections]
     texts = synthetic.sentences(args.corpus)
-    queries = [json.loads(line)["text"] for line in args.queries_file.open()] if args.queries_file.exists() \
-        else synthetic.FALLBACK
-    queries = (queries * (args.queries // max(1, len(queries)) + 1))[: args.queries]
+    queries = load_queries(args.queries_file, args.queries)
     report: dict[str, dict[str, float]] = {}
     peak_pg_mb = 0.0
     out = sys.stderr if args.json else sys.stdout

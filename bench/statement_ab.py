@@ -81,16 +81,11 @@ def capture(args: argparse.Namespace) -> None:
     psycopg.Cursor.execute = recording  # type: ignore[method-assign]
     database = Database(args.url, max_size=1)
     index = PostgresKnowledgeIndex(database, parallel=False)
-    search_latency.time_preset(index, PROJECT, SMALL_MEMORY if args.small_memory else MEMORY, queries(args.queries),
-                               args.preset)
+    search_latency.time_preset(index, PROJECT, SMALL_MEMORY if args.small_memory else MEMORY,
+                               search_latency.load_queries(DATA / "queries.jsonl", args.queries), args.preset)
     index.close()
     database.close()
     Path(args.out).write_text(json.dumps(seen))
-
-
-def queries(n: int) -> list[str]:
-    texts = [json.loads(line)["text"] for line in (DATA / "queries.jsonl").open()]
-    return (texts * (n // len(texts) + 1))[:n]
 
 
 def seed(url: str, size: int) -> None:
