@@ -121,10 +121,20 @@ def seed(url: str, size: int) -> None:
 
 def small_memory(conn: Any) -> None:
     """The ``--small-memory`` memory: the first :data:`SMALL_SIZE` facts of the big one, copied (the
-    generated columns computed again), unless it is there."""
+    generated columns computed again) with their entity links, unless it is there."""
     row = conn.execute("SELECT count(*) AS n FROM memory_entries WHERE memory_id = %s", (SMALL_MEMORY,)).fetchone()
-    if row and row["n"]:
-        return
+    if not (row and row["n"]):
+        _copy_facts(conn)
+    linked = conn.execute("SELECT EXISTS (SELECT 1 FROM entry_entities l JOIN memory_entries e ON e.id = l.entry_id"
+                          " WHERE e.memory_id = %s) AS yes", (SMALL_MEMORY,)).fetchone()
+    if not (linked and linked["yes"]):
+        conn.execute("INSERT INTO entry_entities (entry_id, entity_id, role, memory_id)"
+                     " SELECT s.id, l.entity_id, l.role, s.memory_id FROM memory_entries s"
+                     " JOIN entry_entities l ON l.entry_id = substr(s.id, 7) WHERE s.memory_id = %s", (SMALL_MEMORY,))
+        conn.execute("ANALYZE entry_entities")
+
+
+def _copy_facts(conn: Any) -> None:
     conn.execute("INSERT INTO memories (id, project_id, name) VALUES (%s, %s, 'small') ON CONFLICT DO NOTHING",
                  (SMALL_MEMORY, PROJECT))
     columns = [r["column_name"] for r in conn.execute(

@@ -155,3 +155,35 @@ def test_turns_recorded_before_0014_get_their_window_over_the_turn_before_from_r
         reads = conn.execute("SELECT episode_id, window_index, read_episode_id, start_char, end_char FROM episode_windows"
                              " WHERE read_episode_id IS NOT NULL").fetchall()
     assert reads == [("e1", READ_BEFORE_WINDOW, "e0", 0, len(texts[1]))]
+
+
+def test_entity_links_written_before_0015_and_by_writers_that_name_no_memory_get_their_facts_memory(
+        empty_database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a database at migration 0014 with facts in two memories, each linked to one entity
+    from memory_engine.adapters.postgres import migrations
+
+    every = load_migrations()
+    monkeypatch.setattr(migrations, "load_migrations", lambda: [m for m in every if m.version <= 14])
+    migrate(empty_database_url, embedding_dim=384)
+    link = "INSERT INTO entry_entities (entry_id, entity_id, role) VALUES (%s, 'n', 'subject')"
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute("INSERT INTO projects (id, name) VALUES ('p', 'p')")
+        conn.execute("INSERT INTO memories (id, project_id, name) VALUES ('m1', 'p', 'm1'), ('m2', 'p', 'm2')")
+        conn.execute("INSERT INTO entities (id, project_id, name, display_name) VALUES ('n', 'p', 'falcon', 'Falcon')")
+        for entry, memory in (("a", "m1"), ("b", "m2")):
+            conn.execute("INSERT INTO memory_entries (id, project_id, memory_id, content) VALUES (%s, 'p', %s, 'x')",
+                         (entry, memory))
+            conn.execute(link, (entry,))
+    # When 0015 is applied
+    monkeypatch.setattr(migrations, "load_migrations", lambda: every)
+    assert [name for name in migrate(empty_database_url, embedding_dim=384) if name.startswith("0015")]
+    with psycopg.connect(empty_database_url) as conn:
+        # and a writer of the release before links a new fact without naming its memory, in the
+        # same statement that writes the fact (as entry_sql's insert does)
+        conn.execute("WITH ins AS (INSERT INTO memory_entries (id, project_id, memory_id, content)"
+                     " VALUES ('c', 'p', 'm2', 'y') RETURNING id),"
+                     " lnk AS (INSERT INTO entry_entities (entry_id, entity_id, role) VALUES ('c', 'n', 'mention'))"
+                     " SELECT id FROM ins")
+        memories = dict(conn.execute("SELECT entry_id, memory_id FROM entry_entities").fetchall())
+    # Then every link holds its fact's memory
+    assert memories == {"a": "m1", "b": "m2", "c": "m2"}

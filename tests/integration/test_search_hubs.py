@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memory_engine.adapters.postgres import lanes
-from memory_engine.adapters.postgres import search_memories as mems
+from memory_engine.adapters.postgres import search_entities as ents
 from memory_engine.bootstrap import Container
 from memory_engine.domain.search_models import MemoryScope
 from tests.support.api_client import ApiClient
@@ -99,23 +99,23 @@ def test_split_hubs_uses_capped_counts(container: Container, world: dict[str, An
     scope = MemoryScope(memory_ids=(world["big"],))
     anchors = [world["kayak_entity"], world["user"]]
     with container.database.connection() as conn, lanes.bound(conn):
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])
+        assert ents.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])
         small = MemoryScope(memory_ids=(world["small"],))
-        assert mems.split_hubs(conn, world["project_id"], small, anchors, size=3) == (anchors, [])
-        assert mems.split_hubs(conn, world["project_id"], scope, [], size=27) == ([], [])
+        assert ents.split_hubs(conn, world["project_id"], small, anchors, size=3) == (anchors, [])
+        assert ents.split_hubs(conn, world["project_id"], scope, [], size=27) == ([], [])
 
 
 def test_an_anchor_beyond_the_absolute_cap_is_a_hub_whatever_the_share(container: Container, world: dict[str, Any]) -> None:
     # Given shares never make a hub, but the absolute cap is 10 facts
-    rule = mems.HubRule(share=1.0, max_degree=10)
+    rule = ents.HubRule(share=1.0, max_degree=10)
     scope = MemoryScope(memory_ids=(world["big"], world["small"]))
     anchors = [world["user"], world["kayak_entity"]]
     with container.database.connection() as conn, lanes.bound(conn):
         # Then "user" (30 facts) is a hub and "kayak" (2) is not
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=30, hubs=rule) == (
+        assert ents.split_hubs(conn, world["project_id"], scope, anchors, size=30, hubs=rule) == (
             [world["kayak_entity"]], [world["user"]])
         # (under the default cap of 100 neither is: the cap made "user" one)
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=30, hubs=mems.HubRule(share=1.0)) == (
+        assert ents.split_hubs(conn, world["project_id"], scope, anchors, size=30, hubs=ents.HubRule(share=1.0)) == (
             anchors, [])
 
 
@@ -125,6 +125,6 @@ def test_an_anchor_is_judged_against_the_scope_size_given(container: Container, 
     anchors = [world["kayak_entity"], world["user"]]
     with container.database.connection() as conn, lanes.bound(conn):
         # When the scope holds 1,000 facts, 20 % of it is more than all of its links: not a hub
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=1_000) == (anchors, [])
+        assert ents.split_hubs(conn, world["project_id"], scope, anchors, size=1_000) == (anchors, [])
         # And with the scope's real size (27 facts) it is one
-        assert mems.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])
+        assert ents.split_hubs(conn, world["project_id"], scope, anchors, size=27) == ([world["kayak_entity"]], [world["user"]])

@@ -7,10 +7,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import pytest
 
+from memory_engine.adapters.postgres import search_entities as ents
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database
 from memory_engine.adapters.postgres.lanes import Lanes
@@ -64,10 +66,11 @@ def test_lanes_rank_as_statements_one_after_another(
             index.close()
 
 
-@pytest.mark.parametrize("statement", ["entity_signal", "rows"])  # a signal's; the page's read, the last phase
+@pytest.mark.parametrize(("module", "statement"), [(ents, "entity_signal"), (mems, "rows")],
+                         ids=["entity_signal", "rows"])  # a signal's; the page's read, the last phase
 def test_a_failing_statement_fails_the_search_and_returns_its_connection(
     container: Container, world: dict[str, Any], pools: dict[int, Database], monkeypatch: pytest.MonkeyPatch,
-    statement: str,
+    module: ModuleType, statement: str,
 ) -> None:
     index = PostgresKnowledgeIndex(pools[2])
 
@@ -76,7 +79,7 @@ def test_a_failing_statement_fails_the_search_and_returns_its_connection(
 
     try:
         with monkeypatch.context() as patch:
-            patch.setattr(mems, statement, broken)
+            patch.setattr(module, statement, broken)
             with pytest.raises(DatabaseError):
                 ranked(index, container, world)
         # both connections are back in the pool and usable: the next search runs in full

@@ -14,6 +14,7 @@ from psycopg.adapt import PyFormat, Transformer
 
 from memory_engine.adapters.postgres import bm25, lanes
 from memory_engine.adapters.postgres import search_documents as docs
+from memory_engine.adapters.postgres import search_entities as ents
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.bootstrap import Container
 from memory_engine.domain.query_text import DateMention
@@ -150,12 +151,12 @@ def test_hub_degrees_walk_the_entity_index(container: Container, seeded: dict[st
     with container.database.connection() as conn:
         row = conn.execute(
             "SELECT ee.entity_id FROM entry_entities ee GROUP BY ee.entity_id"
-            f" HAVING count(*) BETWEEN {mems.HUB_MIN_DEGREE} AND {mems.HUB_MAX_DEGREE} ORDER BY count(*) DESC LIMIT 1"
+            f" HAVING count(*) BETWEEN {ents.HUB_MIN_DEGREE} AND {ents.HUB_MAX_DEGREE} ORDER BY count(*) DESC LIMIT 1"
         ).fetchone()
     assert row is not None
-    plans = explain(container, mems.split_hubs, seeded["project_id"], scope, [row["entity_id"]], size=mems.HUB_MIN_DEGREE)
+    plans = explain(container, ents.split_hubs, seeded["project_id"], scope, [row["entity_id"]], size=ents.HUB_MIN_DEGREE)
     degrees = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE degrees"]
-    assert degrees and "entry_entities_entity_idx" in index_names(degrees)
+    assert degrees and "entry_entities_entity_memory_idx" in index_names(degrees)
 
 
 def test_the_anchor_fan_out_reads_the_anchors_links_from_the_entity_index(
@@ -168,12 +169,12 @@ def test_the_anchor_fan_out_reads_the_anchors_links_from_the_entity_index(
         ).fetchall()
     anchors = [row["entity_id"] for row in rows]
     scope = MemoryScope(memory_ids=(seeded["memory_id"],))
-    plans = explain(container, mems.entity, seeded["project_id"], scope, query(Signal.ENTITY), anchors, [])
+    plans = explain(container, ents.entity, seeded["project_id"], scope, query(Signal.ENTITY), anchors, [])
     # the anchors' links are read by entity in a step of their own (with a row limit on that scan,
     # as the fan-out once had, the planner may walk the primary key, entry_id first, backwards:
     # every link of the table when the anchors have few, 220-460 ms at 1M facts)
     links = [node for node in _nodes(plans) if node.get("Subplan Name") == "CTE links"]
-    assert links and {"entry_entities_entity_idx"} == index_names(links)
+    assert links and {"entry_entities_entity_memory_idx"} == index_names(links)
 
 
 def _nodes(plan: Any) -> list[dict[str, Any]]:

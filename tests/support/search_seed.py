@@ -73,8 +73,8 @@ class Seeder:
             )
             for entity_id, role in entity_ids:
                 conn.execute(
-                    "INSERT INTO entry_entities (entry_id, entity_id, role) VALUES (%s, %s, %s)",
-                    (entry_id, entity_id, role),
+                    "INSERT INTO entry_entities (entry_id, entity_id, role, memory_id) VALUES (%s, %s, %s, %s)",
+                    (entry_id, entity_id, role, memory_id),
                 )
         return entry_id
 

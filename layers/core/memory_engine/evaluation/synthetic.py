@@ -94,7 +94,7 @@ def load_facts(
         base = int(offset["n"]) if offset else 0
         for start, size in _batches(n, 5_000):
             vectors = unit_vectors(rng, size, dim)
-            links: list[tuple[str, str, str]] = []
+            links: list[tuple[str, str, str, str]] = []
             with conn.cursor() as cur, cur.copy(
                 "COPY memory_entries (id, project_id, memory_id, content, embedding) FROM STDIN") as copy:
                 for i in range(size):
@@ -102,8 +102,9 @@ def load_facts(
                     entry_id = ids.new_id(ids.ENTRY)
                     copy.write_row((entry_id, project_id, memory_id, text, _vector_text(vectors[i])))
                     found = list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w in wanted))[:3]
-                    links.extend((entry_id, existing[w], "subject" if j == 0 else "mention") for j, w in enumerate(found))
-            with conn.cursor() as cur, cur.copy("COPY entry_entities (entry_id, entity_id, role) FROM STDIN") as copy:
+                    links.extend((entry_id, existing[w], "subject" if j == 0 else "mention", memory_id)
+                                 for j, w in enumerate(found))
+            with conn.cursor() as cur, cur.copy("COPY entry_entities (entry_id, entity_id, role, memory_id) FROM STDIN") as copy:
                 for row in links:
                     copy.write_row(row)
 

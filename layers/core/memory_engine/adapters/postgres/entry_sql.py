@@ -79,9 +79,9 @@ INSERT_VALUES = ", ".join(
     for c in INSERT_COLUMNS.split(",")
 )
 
-#: Entities upserted and linked in the same statement as the entry write (``{target}`` is the CTE
-#: or literal giving the entry id). An existing entity keeps its display name; a missing type or
-#: vector is filled in.
+#: Entities upserted and linked in the same statement as the entry write (``{target}`` gives the
+#: entry id, ``{memory}`` its memory's: each link records its fact's memory, migration 0015). An
+#: existing entity keeps its display name; a missing type or vector is filled in.
 ENTITY_CTES = """
 ent AS (
     INSERT INTO entities AS x (id, project_id, name, display_name, type, embedding)
@@ -93,8 +93,8 @@ ent AS (
     RETURNING x.id, x.name, x.display_name, x.type
 ),
 lnk AS (
-    INSERT INTO entry_entities (entry_id, entity_id, role)
-    SELECT {target}, ent.id, r.role
+    INSERT INTO entry_entities (entry_id, entity_id, role, memory_id)
+    SELECT {target}, ent.id, r.role, {memory}
     FROM ent JOIN unnest(%(ent_keys)s::text[], %(ent_roles)s::text[]) AS r(key, role) ON r.key = ent.name
     ON CONFLICT DO NOTHING
 )"""
@@ -133,8 +133,10 @@ def link_entities(
     conn: psycopg.Connection[dict[str, Any]], project_id: str, entry_id: str, links: Sequence[NewEntityLink],
     vectors: EntityVectors,
 ) -> None:
+    """Links a stored entry (its memory read from its row) to ``links``' entities."""
     params = {**entity_params(project_id, links, vectors), "eid": entry_id}
-    conn.execute(f"WITH {ENTITY_CTES.format(target='%(eid)s').strip()} SELECT 1", params)
+    memory = "(SELECT memory_id FROM memory_entries WHERE id = %(eid)s)"
+    conn.execute(f"WITH {ENTITY_CTES.format(target='%(eid)s', memory=memory).strip()} SELECT 1", params)
 
 
 def jsonb(value: dict[str, Any] | None) -> Jsonb | None:

@@ -192,7 +192,7 @@ def insert_statement(
     if not links:
         return f"{insert} RETURNING {ENTRY_RETURNING}, '[]'::json AS entities", params
     params.update(entity_params(project_id, links, entity_vectors))
-    return (f"WITH ins AS ({insert} RETURNING {ENTRY_RETURNING}), {ENTITY_CTES.format(target='%(id)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
+    return (f"WITH ins AS ({insert} RETURNING {ENTRY_RETURNING}), {ENTITY_CTES.format(target='%(id)s', memory='%(m)s')}"  # noqa: S608 - identifiers from a fixed set; values are bound parameters
             f" SELECT ins.*, ({ENTITY_MERGE}) AS entities FROM ins", params)
 
 

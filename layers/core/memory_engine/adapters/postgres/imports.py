@@ -38,8 +38,8 @@ _INSERT_ENTRY = (
     " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 #: An imported entry's link to an entity of the project, by the entity's name.
-_LINK_ENTITY = ("INSERT INTO entry_entities (entry_id, entity_id, role)"
-                " SELECT %s, n.id, %s FROM entities n WHERE n.project_id = %s AND n.name = %s ON CONFLICT DO NOTHING")
+_LINK_ENTITY = ("INSERT INTO entry_entities (entry_id, entity_id, role, memory_id)"
+                " SELECT %s, n.id, %s, %s FROM entities n WHERE n.project_id = %s AND n.name = %s ON CONFLICT DO NOTHING")
 
 
 class PostgresImporter:
@@ -102,7 +102,8 @@ class PostgresImporter:
 
     def insert_entries(self, project_id: str, memory_id: str, entries: Sequence[ImportedEntry]) -> None:
         self._write_many((_INSERT_ENTRY, [_entry_row(project_id, memory_id, i) for i in entries]),
-                         (_LINK_ENTITY, [(i.entry.id, role, project_id, key) for i in entries for key, role in i.links]))
+                         (_LINK_ENTITY, [(i.entry.id, role, memory_id, project_id, key)
+                                        for i in entries for key, role in i.links]))
 
     def _write_many(self, *batches: tuple[str, list[tuple[Any, ...]]]) -> None:
         """Each statement over each of its rows, in order, on one connection; a statement without rows is skipped."""

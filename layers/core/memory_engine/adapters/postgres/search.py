@@ -25,6 +25,7 @@ import psycopg
 
 from memory_engine.adapters.postgres import bm25
 from memory_engine.adapters.postgres import search_documents as docs
+from memory_engine.adapters.postgres import search_entities as ents
 from memory_engine.adapters.postgres import search_episodes as eps
 from memory_engine.adapters.postgres import search_memories as mems
 from memory_engine.adapters.postgres.database import Database, Row
@@ -74,11 +75,11 @@ _K = TypeVar("_K")
 class SearchLimits:
     """The bounds a search's statements work within, today's values by default (a test narrows one
     to reach the case it checks): the keyword statement's reads (:class:`bm25.KeywordLimits`),
-    the entity signal's hub rule (:class:`search_memories.HubRule`) and the smallest slice a
+    the entity signal's hub rule (:class:`search_entities.HubRule`) and the smallest slice a
     candidate read is split into (:data:`MIN_READ_SLICE`)."""
 
     keyword: bm25.KeywordLimits = field(default_factory=bm25.KeywordLimits)
-    hubs: mems.HubRule = field(default_factory=mems.HubRule)
+    hubs: ents.HubRule = field(default_factory=ents.HubRule)
     min_read_slice: int = MIN_READ_SLICE
 
     def __post_init__(self) -> None:
@@ -128,7 +129,7 @@ class PostgresKnowledgeIndex(KnowledgeIndex):
                                                         scope=scope, q=q)
         m = scopes.memories
         if Signal.ENTITY in q.signals and m is not None:
-            tasks[mems.SOURCE, Signal.ENTITY] = lambda conn: mems.entity_signal(
+            tasks[mems.SOURCE, Signal.ENTITY] = lambda conn: ents.entity_signal(
                 conn, project_id, m, q, size=self._stats(conn, project_id, mems.SOURCE, m)[0], hubs=self._limits.hubs)
         if q.dates and m is not None:
             tasks[mems.SOURCE, Signal.DATE] = lambda conn: mems.dated(conn, project_id, m, q)
