@@ -101,7 +101,7 @@ class PostgresLifecycle:
                 return Forgotten(_counts())
             entry_ids = [r["id"] for r in conn.execute(
                 "SELECT e.id FROM memory_entries e JOIN entry_entities l ON l.entry_id = e.id"
-                " WHERE e.project_id = %s AND e.memory_id = %s AND l.entity_id = %s", (project_id, memory_id, found["id"]),
+                " WHERE e.project_id = %s AND l.memory_id = %s AND l.entity_id = %s", (project_id, memory_id, found["id"]),
             ).fetchall()]
             deletion, entity_ids = _delete_entries(conn, project_id, entry_ids)
             # the turns that name the entity (word boundaries, any case) and the runs that read them
@@ -159,9 +159,8 @@ class PostgresLifecycle:
         vector = ", n.embedding::text AS embedding" if vectors else ""
         yield from self._stream(
             f"SELECT n.name, n.display_name, n.type AS entity_type{vector} FROM entities n WHERE n.project_id = %s AND EXISTS ("  # noqa: S608 - identifiers from a fixed set; values are bound parameters
-            " SELECT 1 FROM entry_entities l JOIN memory_entries e ON e.id = l.entry_id"
-            " WHERE l.entity_id = n.id AND e.memory_id = %s AND e.project_id = %s) ORDER BY n.name",
-            (project_id, memory_id, project_id))
+            " SELECT 1 FROM entry_entities l WHERE l.entity_id = n.id AND l.memory_id = %s) ORDER BY n.name",
+            (project_id, memory_id))
 
     def episode_records(self, project_id: str, memory_id: str, *, vectors: bool) -> Iterator[dict[str, Any]]:
         vector = ", ep.embedding::text AS embedding" if vectors else ""
