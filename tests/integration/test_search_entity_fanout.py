@@ -1,6 +1,9 @@
 """The entity signal ranks every fact in scope that touches an anchor by relevance: not only the most
 recent of the anchor's links, and not only those of other memories (SPEC: "every live fact touching
-them, ordered by relevance, not by row order")."""
+them, ordered by relevance, not by row order"). In a project of many memories (one per user, as the
+agent framework integrations write), a search of one memory judges and finds entities by what that
+memory holds: an entity the other memories mention often is no hub there, and its similar entities
+are those linked in it (migration 0015)."""
 
 from __future__ import annotations
 
@@ -69,3 +72,60 @@ def test_an_anchors_oldest_fact_is_ranked_by_relevance_not_left_out(
     assert got[0] == crowded["launch"]
     assert len(got) == 20
 
+
+@pytest.fixture(scope="module")
+def users(container: Container) -> dict[str, Any]:
+    """Project acme (the test key's): one user's memory with three facts about Kingfisher, another
+    user's with 150 (Kingfisher touches 153 facts of the project: over the hub cap of 100)."""
+    seed = Seeder(container, "acme")
+    alice, bob = seed.memory("user alice"), seed.memory("user bob")
+    kingfisher = (("Kingfisher", "subject"),)
+    mine = [seed.fact(alice, text, entities=kingfisher) for text in (
+        "Kingfisher is the bakery where Alice orders her sourdough",
+        "Kingfisher opens at seven on weekdays",
+        "Alice pays for Kingfisher with a loyalty card")]
+    for i in range(150):
+        seed.fact(bob, f"Bob's Kingfisher order {i} was delivered", entities=kingfisher, embed=False)
+    return {"alice": alice, "mine": mine}
+
+
+def test_an_entity_other_memories_mention_often_is_no_hub_in_a_memory_that_mentions_it_little(
+    api: ApiClient, users: dict[str, Any]
+) -> None:
+    # Given Kingfisher is on 150 facts of Bob's memory and on three of Alice's
+    # When Alice's memory is searched by entity for it
+    got = entity_ids(api, "when does Kingfisher open?", users["alice"])
+    # Then her three facts are the entity list (it is judged by her memory's links, not the project's)
+    assert set(got) == set(users["mine"])
+
+
+@pytest.fixture(scope="module")
+def drones(container: Container) -> dict[str, Any]:
+    """Project acme: one memory's facts about "Osprey survey drone pilot"; five entities nearer the
+    query than it (all above the similarity floor 0.75) are linked only in another memory."""
+    seed = Seeder(container, "acme")
+    mine, theirs = seed.memory("field team"), seed.memory("other team")
+    pilot = (("Osprey survey drone pilot", "subject"),)
+    facts = [seed.fact(mine, "the Osprey survey drone pilot renewed her licence in May", entities=pilot),
+             seed.fact(mine, "the Osprey survey drone pilot flies the coastal route", entities=pilot)]
+    for name in ("Osprey survey drones", "survey drone Osprey", "Osprey drone survey", "Osprey survey drone team",
+                 "Osprey survey drone mk2"):
+        seed.fact(theirs, f"{name} was logged in the hangar inventory", entities=((name, "subject"),))
+    return {"memory": mine, "facts": facts, "project_id": seed.project_id}
+
+
+def test_a_memorys_similar_entities_are_those_linked_in_it(
+    api: ApiClient, container: Container, drones: dict[str, Any]
+) -> None:
+    query = "how is the Osprey survey drone doing?"
+    # Given the project's three entities nearest the query are all linked in the other memory only
+    vector = container.embedder.embed_query(query)
+    with container.database.connection() as conn:
+        nearest = [r["name"] for r in conn.execute(
+            "SELECT name FROM entities WHERE project_id = %s ORDER BY embedding <=> %s::vector LIMIT 3",
+            (drones["project_id"], vector)).fetchall()]
+    assert "osprey survey drone pilot" not in nearest, nearest
+    # When the field team's memory is searched by entity
+    got = entity_ids(api, query, drones["memory"])
+    # Then its pilot is the similar anchor and both facts about it are found
+    assert set(got) == set(drones["facts"])
