@@ -185,5 +185,14 @@ def test_entity_links_written_before_0015_and_by_writers_that_name_no_memory_get
                      " lnk AS (INSERT INTO entry_entities (entry_id, entity_id, role) VALUES ('c', 'n', 'mention'))"
                      " SELECT id FROM ins")
         memories = dict(conn.execute("SELECT entry_id, memory_id FROM entry_entities").fetchall())
-    # Then every link holds its fact's memory
+        # and a fact moved to another memory by hand takes its links along
+        conn.execute("UPDATE memory_entries SET memory_id = 'm1' WHERE id = 'b'")
+        moved = conn.execute("SELECT memory_id FROM entry_entities WHERE entry_id = 'b'").fetchone()
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'entry_entities'")}
+        required = conn.execute("SELECT attnotnull FROM pg_attribute WHERE attrelid = 'entry_entities'::regclass"
+                                " AND attname = 'memory_id'").fetchone()
+    # Then every link holds its fact's memory, which is required, and links are read by entity and memory
     assert memories == {"a": "m1", "b": "m2", "c": "m2"}
+    assert moved == ("m1",)
+    assert required == (True,)
+    assert indexes == {"entry_entities_pkey", "entry_entities_entity_memory_idx"}
