@@ -8,7 +8,7 @@ Whole-search A/Bs (bench/search_stages.py, bench/search_latency.py) on a shared 
 statement back to back does not drift. The first run seeds ``--pgdata`` (kept for the next runs): one
 memory of ``--size`` facts and as many one-chunk documents, as bench/search_latency.py seeds them (real
 sentences, random unit vectors), then analyzed; ``--small-memory`` searches a memory of 500 of those facts
-(copied into the same project on first use), whose keyword statement counts the query's words in the
+(copied with their entity links into the same project on first use), whose keyword statement counts the query's words in the
 scope's own rows as a LoCoMo-size memory's does (``bm25.counts_locally``). Each tree, in a process of its own that imports its
 ``layers/core``, runs the searches of ``--queries`` SciFact claims one after another (``--preset``,
 ``query_embedding`` given) and records the statements whose text holds ``--match`` as they were sent
