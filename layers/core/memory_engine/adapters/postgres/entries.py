@@ -147,7 +147,8 @@ class PostgresEntryRepository:
             if changes.links is not None:
                 conn.execute("DELETE FROM entry_entities WHERE entry_id = %s", (entry_id,))
                 if changes.links:
-                    link_entities(conn, project_id, entry_id, changes.links, changes.entity_vectors or EntityVectors({}))
+                    link_entities(conn, project_id, found["memory_id"], entry_id, changes.links,
+                                  changes.entity_vectors or EntityVectors({}))
             row = conn.execute(
                 f"SELECT {ENTRY_SELECT} FROM memory_entries e WHERE e.id = %s AND e.project_id = %s",  # noqa: S608 - identifiers from a fixed set; values are bound parameters
                 (entry_id, project_id),

@@ -130,13 +130,12 @@ def entity_params(project_id: str, links: Sequence[NewEntityLink], vectors: Enti
 
 
 def link_entities(
-    conn: psycopg.Connection[dict[str, Any]], project_id: str, entry_id: str, links: Sequence[NewEntityLink],
-    vectors: EntityVectors,
+    conn: psycopg.Connection[dict[str, Any]], project_id: str, memory_id: str, entry_id: str,
+    links: Sequence[NewEntityLink], vectors: EntityVectors,
 ) -> None:
-    """Links a stored entry (its memory read from its row) to ``links``' entities."""
-    params = {**entity_params(project_id, links, vectors), "eid": entry_id}
-    memory = "(SELECT memory_id FROM memory_entries WHERE id = %(eid)s)"
-    conn.execute(f"WITH {ENTITY_CTES.format(target='%(eid)s', memory=memory).strip()} SELECT 1", params)
+    """Links a stored entry of ``memory_id`` to ``links``' entities."""
+    params = {**entity_params(project_id, links, vectors), "eid": entry_id, "m": memory_id}
+    conn.execute(f"WITH {ENTITY_CTES.format(target='%(eid)s', memory='%(m)s').strip()} SELECT 1", params)
 
 
 def jsonb(value: dict[str, Any] | None) -> Jsonb | None:

@@ -87,7 +87,7 @@ class PostgresWriteSession:
             params,
         )
         if links:
-            link_entities(self._conn, self._project_id, entry_id, links, entity_vectors)
+            link_entities(self._conn, self._project_id, self._memory_id, entry_id, links, entity_vectors)
         merged = self.get_live(entry_id)
         assert merged is not None
         return merged

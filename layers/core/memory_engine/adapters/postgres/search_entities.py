@@ -95,20 +95,15 @@ SIMILAR_POOL = 40
 
 
 def _nearest(scope: MemoryScope) -> str:
-    """The project's entities nearest the query: ``entity_top_k`` of them, or ``SIMILAR_POOL`` when
-    only those linked in the searched memories are kept (:func:`_linked_in`)."""
-    limit = "%(top_k)s" if scope.tag_patterns else f"greatest(%(top_k)s, {SIMILAR_POOL})"
-    return ("SELECT id, embedding <=> %(embedding)s::vector AS distance FROM entities"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-            " WHERE project_id = %(project_id)s AND embedding IS NOT NULL"
-            f" ORDER BY embedding <=> %(embedding)s::vector LIMIT {limit}")
-
-
-def _linked_in(scope: MemoryScope) -> str:
-    """Of the nearest entities (``n``), those linked in the searched memories (none dropped in a
-    scope naming memory tags: :func:`links_in`)."""
-    if scope.tag_patterns:
-        return ""
-    return f" WHERE EXISTS (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = n.id{links_in(scope, 'ee')})"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+    """The project's entities nearest the query, as ``n (id, distance)``: ``entity_top_k`` of them;
+    in a search of memories by id, those linked in them among the ``SIMILAR_POOL`` nearest."""
+    linked = links_in(scope, "ee")
+    limit = f"greatest(%(top_k)s, {SIMILAR_POOL})" if linked else "%(top_k)s"
+    nearest = ("SELECT id, embedding <=> %(embedding)s::vector AS distance FROM entities"  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
+               " WHERE project_id = %(project_id)s AND embedding IS NOT NULL"
+               f" ORDER BY embedding <=> %(embedding)s::vector LIMIT {limit}")
+    keep = f" WHERE EXISTS (SELECT 1 FROM entry_entities ee WHERE ee.entity_id = n.id{linked})" if linked else ""  # noqa: S608 - fixed fragments; the memory ids are a PlanValue quoted into the text by psycopg (lanes)
+    return f"({nearest}) n{keep}"
 
 
 def _found(q: SignalQuery, scope: MemoryScope) -> str:
@@ -123,7 +118,7 @@ def _found(q: SignalQuery, scope: MemoryScope) -> str:
     if q.embedding is not None and q.entity_top_k > 0:
         parts.append(
             "SELECT id, 1000000 + row_number() OVER (ORDER BY distance, id) AS ord FROM ("  # noqa: S608 - fixed fragments and module constants; PlanValue parameters are quoted into the text by psycopg (lanes), the rest bound
-            f" SELECT n.id, n.distance FROM ({_nearest(scope)}) n{_linked_in(scope)}"
+            f" SELECT n.id, n.distance FROM {_nearest(scope)}"
             " ORDER BY n.distance, n.id LIMIT %(top_k)s) near"
             " WHERE 1 - distance >= %(min_similarity)s"
         )
