@@ -27,7 +27,8 @@ dev: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check layers functions infra tests bench clients
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	# a module's tests on one worker; modules in collection order, the slow evaluation gates first (tests/conftest.py)
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 	# the database tests again on PostgreSQL 16 + pgvector 0.8.1, what Aurora deploys (own venv: .venv-pg16)
 	$(BIN)/python tests/support/older_postgres.py
 
