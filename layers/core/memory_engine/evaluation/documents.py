@@ -19,7 +19,6 @@ class DocumentText:
     path: str
     content: str
     title: str | None = None
-    tags: tuple[str, ...] = ()
     metadata: dict[str, Any] | None = None
 
 
@@ -41,15 +40,15 @@ def insert_whole_documents(
                 doc_id = ids.new_id(ids.DOCUMENT)
                 doc_ids.append(doc_id)
                 doc_rows.append((
-                    doc_id, project_id, doc.path, doc.title, "text/plain", len(doc.content.encode()), list(doc.tags),
+                    doc_id, project_id, doc.path, doc.title, "text/plain", len(doc.content.encode()),
                     Jsonb(doc.metadata) if doc.metadata is not None else None,
                 ))
                 chunk_rows.append((ids.new_id(ids.CHUNK), project_id, doc_id, doc.content, vector))
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO documents (id, project_id, path, title, content_type, size_bytes, tags, metadata,"
+                    "INSERT INTO documents (id, project_id, path, title, content_type, size_bytes, metadata,"
                     " chunk_strategy, status, total_pages, total_chunks, indexed_chunks)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'whole', 'ready', 1, 1, 1)",
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, 'whole', 'ready', 1, 1, 1)",
                     doc_rows,
                 )
                 cur.executemany(
