@@ -760,47 +760,37 @@ export interface components {
          * @description A document as the API returns it.
          */
         Document: {
-            /**
-             * Active Generation
-             * @default 0
-             */
-            active_generation?: number;
+            /** Active Generation */
+            active_generation: number;
             /** Chunk Overlap */
             chunk_overlap: number;
             /**
              * Chunk Settings Source
-             * @default default
              * @enum {string}
              */
-            chunk_settings_source?: "request" | "rule" | "default";
+            chunk_settings_source: "request" | "rule" | "default";
             /** Chunk Size */
             chunk_size: number;
             chunk_strategy: components["schemas"]["ChunkStrategy"];
             /** Content Type */
-            content_type?: string | null;
+            content_type: string | null;
             /**
              * Created At
              * Format: date-time
              */
             created_at: string;
             /** Error */
-            error?: string | null;
+            error: string | null;
             /** Id */
             id: string;
-            /**
-             * Indexed Chunks
-             * @default 0
-             */
-            indexed_chunks?: number;
-            /**
-             * Ingest Generation
-             * @default 0
-             */
-            ingest_generation?: number;
+            /** Indexed Chunks */
+            indexed_chunks: number;
+            /** Ingest Generation */
+            ingest_generation: number;
             /** Ingestion Rule Id */
-            ingestion_rule_id?: string | null;
+            ingestion_rule_id: string | null;
             /** Metadata */
-            metadata?: {
+            metadata: {
                 [key: string]: unknown;
             } | null;
             /** Path */
@@ -808,22 +798,22 @@ export interface components {
             /** Project Id */
             project_id: string;
             /** Sha256 */
-            sha256?: string | null;
+            sha256: string | null;
             /** Size Bytes */
-            size_bytes?: number | null;
+            size_bytes: number | null;
             /** Source Bucket */
-            source_bucket?: string | null;
+            source_bucket: string | null;
             /** Source Key */
-            source_key?: string | null;
+            source_key: string | null;
             status: components["schemas"]["DocumentStatus"];
             /** Tags */
-            tags?: string[];
+            tags: string[];
             /** Title */
-            title?: string | null;
+            title: string | null;
             /** Total Chunks */
-            total_chunks?: number | null;
+            total_chunks: number | null;
             /** Total Pages */
-            total_pages?: number | null;
+            total_pages: number | null;
             /**
              * Updated At
              * Format: date-time

@@ -94,26 +94,26 @@ class Document(BaseModel):
     id: str
     project_id: str
     path: str
-    title: str | None = None
-    content_type: str | None = None
-    size_bytes: int | None = None
-    sha256: str | None = None
-    source_bucket: str | None = None
-    source_key: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    metadata: StoredJson | None = None
+    title: str | None
+    content_type: str | None
+    size_bytes: int | None
+    sha256: str | None
+    source_bucket: str | None
+    source_key: str | None
+    tags: list[str]
+    metadata: StoredJson | None
     chunk_strategy: ChunkStrategy
     chunk_size: int
     chunk_overlap: int
-    chunk_settings_source: ChunkSource = "default"
-    ingestion_rule_id: str | None = None
+    chunk_settings_source: ChunkSource
+    ingestion_rule_id: str | None
     status: DocumentStatus
-    total_pages: int | None = None
-    total_chunks: int | None = None
-    indexed_chunks: int = 0
-    error: str | None = None
-    active_generation: int = 0
-    ingest_generation: int = 0
+    total_pages: int | None
+    total_chunks: int | None
+    indexed_chunks: int
+    error: str | None
+    active_generation: int
+    ingest_generation: int
     created_at: datetime
     updated_at: datetime
 
